@@ -1,0 +1,343 @@
+"""Write one readable Triton kernel for a `fuser.partition.Kernel`.
+
+A kernel walks its output shape in blocks of BLOCK elements. Each element's position is turned into
+one index per dimension only when some access needs it: a contiguous tensor of the output's shape is
+read and written at the flat offset, which keeps loads and stores vectorized. Every other tensor is
+read through its strides, which the launcher passes at run time, so broadcasting (stride 0),
+transposes, slices and storage offsets need no copies. Values of a half dtype are computed in fp32
+and rounded once when stored; explicit casts round where eager would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import textwrap
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import fx
+
+from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
+from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
+from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result
+from fuser.partition import Kernel
+from fuser.views import Index, broadcast_index, source_index
+
+INT32_LIMIT = 2**31 - 1
+MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
+
+
+@dataclass(frozen=True)
+class Arg:
+    """What the launcher passes for one kernel parameter."""
+
+    kind: str  # "tensor" (a node's value), "stride" (of a node's value), "output", "output_stride", "int"
+    node: fx.Node | None = None
+    index: int = 0  # the dimension of a stride, or the output's position
+    value: int = 0  # an "int" argument's value
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    source: str  # a Python module holding one Triton kernel
+    cache_key: str  # hash of the source without its header comment: equal kernels share a compile
+    params: tuple[tuple[str, Arg], ...]
+    covers: tuple[str, ...]  # the aten nodes the kernel computes, as "name = aten.op(args)"
+    flat_inputs: tuple[fx.Node, ...]  # inputs read at the flat offset: the launcher checks they are contiguous
+
+
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    return torch.empty(shape, device="meta").stride()
+
+
+def _is_dense(shape, strides) -> bool:
+    """Whether the strides are a permutation of a contiguous layout: no gaps, no overlaps."""
+    expected = 1
+    for size, stride in sorted(((sz, st) for sz, st in zip(shape, strides, strict=True) if sz != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def output_strides(value: torch.Tensor) -> tuple[int, ...]:
+    """Eager's strides where they describe a dense layout (channels-last, transposed), else contiguous."""
+    if value.numel() > 0 and _is_dense(value.shape, value.stride()):
+        return tuple(value.stride())
+    return _contiguous_strides(value.shape)
+
+
+def _span(shape, strides) -> int:
+    return 1 + sum((s - 1) * abs(st) for s, st in zip(shape, strides, strict=True))
+
+
+def needs_int64(kernel: Kernel) -> bool:
+    numel = 1
+    for size in kernel.shape:
+        numel *= size
+    spans = [_span(meta(n).shape, meta(n).stride()) for n in kernel.leaves if tensor_meta(n) is not None]
+    spans += [_span(meta(n).shape, output_strides(meta(n))) for n in kernel.members]
+    return max([numel + MAX_BLOCK, *spans]) > INT32_LIMIT
+
+
+def _describe(node: fx.Node) -> str:
+    args = ", ".join(a.name if isinstance(a, fx.Node) else repr(a) for a in node.args)
+    return f"{node.name} = {node.target}({args})"
+
+
+def _constant(value: Any, dtype: torch.dtype) -> str:
+    # Round the scalar the way eager does when it meets a tensor of this dtype (int8 + 300 wraps).
+    as_tensor = torch.tensor(value).to(dtype)
+    cast = as_tensor.item()
+    if dtype == torch.bool:
+        return f"tl.full([], {bool(cast)}, tl.int1)"
+    literal = repr(cast) if dtype.is_floating_point and cast == cast and abs(cast) != float("inf") else None
+    if literal is None and dtype.is_floating_point:
+        literal = 'float("nan")' if cast != cast else ('float("inf")' if cast > 0 else '-float("inf")')
+    return f"tl.full([], {literal or int(cast)}, {triton_name(value_dtype(dtype))})"
+
+
+def _live(lines: list[str], uses: list[str]) -> list[str]:
+    """The assignments among `lines` that `uses` (or a kept line) read: unused index math is dropped."""
+    kept, text = [], "\n".join(uses)
+    for line in reversed(lines):
+        target = line.split(" = ")[0]
+        if re.search(rf"\b{target}\b", text):
+            kept.append(line)
+            text += "\n" + line
+    return kept[::-1]
+
+
+class _Builder:
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.rank = len(kernel.shape)
+        self.int64 = needs_int64(kernel)
+        self.params: dict[str, Arg] = {}
+        self.body: list[str] = []
+        self.values: dict[tuple[fx.Node, Index], tuple[str, torch.dtype]] = {}
+        self.inputs: dict[fx.Node, str] = {}
+        self.flat_inputs: list[fx.Node] = []
+        self.names: Counter[str] = Counter()
+        self.computed = set(kernel.computed)
+
+    # --- names, parameters and index expressions ---
+    def fresh(self, stem: str) -> str:
+        number = self.names[stem]
+        self.names[stem] += 1
+        return f"{stem}{number}"
+
+    def int_param(self, hint: str, value: int) -> str:
+        self.params.setdefault(hint, Arg("int", value=value))
+        return hint
+
+    def index_temp(self, expr: str) -> str:
+        name = self.fresh("idx")
+        self.body.append(f"{name} = {expr}")
+        return name
+
+    def domain_index(self) -> Index:
+        """One index per output dimension (size-1 dimensions read index 0)."""
+        return tuple("0" if size == 1 else f"i{d}" for d, size in enumerate(self.kernel.shape))
+
+    def domain_index_lines(self) -> list[str]:
+        """Lines that turn the flat offset into the domain index (row-major), innermost first."""
+        lines, rest = [], "offset"
+        dims = [d for d, size in enumerate(self.kernel.shape) if size != 1]
+        for position, d in enumerate(reversed(dims)):
+            size = f"size{d}"
+            if position == len(dims) - 1:
+                lines.append(f"i{d} = {rest}")
+            else:
+                lines.append(f"i{d} = {rest} % {size}")
+                lines.append(f"rest{d} = {rest} // {size}")
+                rest = f"rest{d}"
+        return lines
+
+    def address(self, pointer: str, index: Index | None, shape, stride_arg) -> str:
+        """`pointer` plus the element offset of `index`; None means the flat offset."""
+        if index is None:
+            return f"{pointer} + offset"
+        terms = []
+        for d, i in enumerate(index):
+            if i != "0" and shape[d] != 1:
+                stride = f"{pointer.removesuffix('_ptr')}_stride{d}"
+                self.params[stride] = stride_arg(d)
+                terms.append(f"{i} * {stride}")
+        return f"{pointer} + {' + '.join(terms)}" if terms else pointer
+
+    def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
+        value = meta(node)
+        return (
+            tuple(value.shape) == self.kernel.shape
+            and tuple(strides) == _contiguous_strides(value.shape)
+            and index == self.domain_index()
+        )
+
+    # --- values ---
+    def load(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        value = meta(node)
+        if node not in self.inputs:
+            self.inputs[node] = f"in{len(self.inputs)}"
+            self.params[f"{self.inputs[node]}_ptr"] = Arg("tensor", node=node)
+        stem = self.inputs[node]
+        pointer = f"{stem}_ptr"
+        flat = value.dim() > 0 and self._is_flat(node, index, value.stride())
+        if flat and node not in self.flat_inputs:
+            self.flat_inputs.append(node)
+        address = self.address(pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d))
+        masked = address != pointer
+        name = self.fresh(f"{stem}_") if any(k[0] is node for k in self.values) else stem
+        held = value_dtype(value.dtype)
+        widen = f".to({triton_name(held)})" if held != value.dtype else ""
+        mask = ", mask=mask" if masked else ""
+        self.body.append(f"{name} = tl.load({address}{mask}){widen}")
+        return name, held
+
+    def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        """A temporary holding `node` at `index`, and the dtype it is held in."""
+        key = (node, index)
+        if key not in self.values:
+            if node not in self.computed:
+                self.values[key] = self.load(node, index)
+            elif node.target in VIEW_BY_OVERLOAD:
+                self.values[key] = self.view(node, index)
+            else:
+                self.values[key] = self.pointwise(node, index)
+        return self.values[key]
+
+    def view(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        source = node.all_input_nodes[0]
+        kind = VIEW_BY_OVERLOAD[node.target].name
+        mapped = source_index(
+            kind, bind_arguments(node), index, meta(source).shape, meta(node).shape, self, f"{kind}{self.names[kind]}"
+        )
+        self.names[kind] += 1
+        return self.value(source, mapped)
+
+    def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
+        if held == want:
+            return expr
+        operand = expr if expr.isidentifier() else f"({expr})"
+        if want == torch.bool:
+            return f"({operand} != 0)"
+        return f"{operand}.to({triton_name(want)})"
+
+    def pointwise(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        op = POINTWISE_BY_OVERLOAD[node.target]
+        out = meta(node)
+        bound = bind_arguments(node)
+        wants = operand_dtypes(op, bound, out.dtype)
+        operands = []
+        for (arg_name, _), want in zip(op.operands, wants, strict=True):
+            arg = bound[arg_name]
+            if arg is None:
+                operands.append(None)
+            elif isinstance(arg, fx.Node):
+                arg_index = broadcast_index(index, out.shape, meta(arg).shape)
+                name, held = self.value(arg, arg_index)
+                operands.append(self.cast(name, held, want))
+            else:
+                operands.append(_constant(arg, want))
+        attrs = {a: bound[a] for a in op.attrs}
+        if op.wants_out_dtype:
+            attrs["out_dtype"] = out.dtype
+        render = op.renderer_for([w for w in wants if w is not None])
+        expr = render(*operands, **attrs)
+        held = value_dtype(out.dtype)
+        if op.result is Result.OPERAND:
+            # An explicit cast: round to the output dtype here, as eager does, then hold it widened.
+            (operand_held,) = [w for w in wants if w is not None]
+            expr = self.cast(expr, operand_held, out.dtype)
+            expr = self.cast(expr, out.dtype, held) if out.dtype != held else expr
+        elif op.result is Result.BOOL:
+            expr = self.cast(expr, torch.bool, held)
+        else:
+            expr = self.cast(expr, arithmetic_dtype(out.dtype), held)
+        name = self.fresh(op.name)
+        self.body.append(f"{name} = {expr}")
+        return name, held
+
+    # --- the kernel ---
+    def store(self, position: int, node: fx.Node) -> None:
+        value = meta(node)
+        pointer = f"out{position}_ptr"
+        self.params[pointer] = Arg("output", node=node, index=position)
+        index = self.domain_index()
+        name, held = self.value(node, index)
+        strides = output_strides(value)
+        flat = self._is_flat(node, index, strides)
+        stride_arg = lambda d: Arg("output_stride", index=position, value=d)  # noqa: E731
+        address = self.address(pointer, None if flat else index, value.shape, stride_arg)
+        stored = self.cast(name, held, value.dtype)
+        self.body.append(f"tl.store({address}, {stored}, mask=mask)")
+
+    def source(self, name: str) -> str:
+        for position, member in enumerate(self.kernel.members):
+            self.store(position, member)
+        index_lines = _live(self.domain_index_lines(), self.body)
+        for d, size in enumerate(self.kernel.shape):
+            if any(re.search(rf"\bsize{d}\b", line) for line in index_lines):
+                self.int_param(f"size{d}", size)
+        params = self.ordered_params()
+        start = "pid.to(tl.int64) * BLOCK" if self.int64 else "pid * BLOCK"
+        lines = [
+            "pid = tl.program_id(0)",
+            f"offset = {start} + tl.arange(0, BLOCK)",
+            "mask = offset < numel",
+            *index_lines,
+            *self.body,
+        ]
+        signature = ", ".join([*params, "numel", "BLOCK: tl.constexpr"])
+        return f"@triton.jit\ndef {name}({signature}):\n" + textwrap.indent("\n".join(lines), "    ") + "\n"
+
+    def ordered_params(self) -> list[str]:
+        rank = {"tensor": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
+        return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
+
+
+PRELUDE = """\
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from fuser import kernel_lib as lib
+"""
+
+
+def kernel_name(kernel: Kernel) -> str:
+    ops = []
+    for node in kernel.computed:
+        if node.target in POINTWISE_BY_OVERLOAD:
+            name = POINTWISE_BY_OVERLOAD[node.target].name
+            if name not in ops:
+                ops.append(name)
+    return "fused_" + "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
+
+
+def generate(kernel: Kernel) -> KernelSource:
+    builder = _Builder(kernel)
+    name = kernel_name(kernel)
+    body = builder.source(name)
+    covers = tuple(_describe(n) for n in kernel.computed)
+    header = "\n".join(
+        [
+            f"# {name}: {len(kernel.members)} output(s) of shape {list(kernel.shape)}, "
+            f"{'int64' if builder.int64 else 'int32'} indexing",
+            "# covers:",
+            *(f"#   {line}" for line in covers),
+        ]
+    )
+    params = builder.ordered_params()
+    return KernelSource(
+        name=name,
+        source=f"{header}\n{PRELUDE}\n\n{body}",
+        cache_key=hashlib.sha256(body.encode()).hexdigest(),
+        params=tuple((p, builder.params[p]) for p in params),
+        covers=covers,
+        flat_inputs=tuple(builder.flat_inputs),
+    )

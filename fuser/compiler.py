@@ -1,0 +1,97 @@
+"""Compile one aten graph: partition it, generate its kernels and build the callable that runs it."""
+
+from __future__ import annotations
+
+import logging
+import operator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from torch import fx
+
+from fuser import metrics
+from fuser.codegen import KernelSource, generate
+from fuser.options import Options
+from fuser.partition import Kernel, partition
+from fuser.runtime import CompiledGraph, EagerStep, KernelStep
+
+log = logging.getLogger("fuser")
+
+
+@dataclass
+class GraphReport:
+    """What the fuser did with one graph (see `fuser.explain`)."""
+
+    kernels: list[KernelSource]
+    eager_calls: list[str]  # aten calls left eager, by op
+    fallbacks: list[tuple[str, str]]  # (op, reason) for nodes the fuser could not lower
+
+
+# Set by `fuser.explain` to collect a report for every graph compiled while it runs.
+reports: ContextVar[list[GraphReport] | None] = ContextVar("fuser_reports", default=None)
+
+
+def _is_counted(node: fx.Node) -> bool:
+    """Views and tuple lookups launch nothing, so they are not counted as extern calls."""
+    return node.target is not operator.getitem and not getattr(node.target, "is_view", False)
+
+
+class EagerKernel:
+    """A kernel's nodes run one by one with aten: the fallback when the kernel cannot run."""
+
+    def __init__(self, kernel: Kernel, slots: dict[fx.Node, int]):
+        self.calls = [EagerStep(node, slots, counted=True) for node in kernel.computed]
+
+    def __call__(self, env: list) -> None:
+        for call in self.calls:
+            call(env)
+
+
+def _frees(steps: list, reads: list[list[fx.Node]], keep: set[fx.Node], slots: dict[fx.Node, int]) -> list[list[int]]:
+    """For each step, the env slots no later step reads: released right after it."""
+    last_read = {}
+    for position, nodes in enumerate(reads):
+        for node in nodes:
+            last_read[node] = position
+    frees = [[] for _ in steps]
+    for node, position in last_read.items():
+        if node not in keep:
+            frees[position].append(slots[node])
+    return frees
+
+
+def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: Options) -> CompiledGraph:
+    metrics.bump("graphs_compiled")
+    graph = graph_module.graph
+    plan = partition(graph)
+    for node, reason in plan.fallbacks:
+        log.info("%s runs eager: %s", node.target, reason)
+        metrics.bump("fallbacks")
+    slots = {node: i for i, node in enumerate(graph.nodes)}
+    steps, reads, sources = [], [], []
+    for step in plan.steps:
+        if isinstance(step, fx.Node):
+            steps.append(EagerStep(step, slots, counted=_is_counted(step)))
+            reads.append(step.all_input_nodes)
+            continue
+        fallback = EagerKernel(step, slots)
+        try:
+            source = generate(step)
+        except Exception as error:
+            if options.strict:
+                raise
+            log.warning("codegen failed for %s (%s: %s); they run eagerly", [n.name for n in step.members], type(error).__name__, error)
+            metrics.bump("fallbacks")
+            steps.append(fallback)
+            reads.append([n for c in step.computed for n in c.all_input_nodes])
+            continue
+        sources.append(source)
+        steps.append(KernelStep(source, step, slots, fallback, options.strict))
+        reads.append(step.leaves)
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    frees = _frees(steps, reads, set(output.all_input_nodes), slots)
+    collected = reports.get()
+    if collected is not None:
+        eager = [str(s.target) for s in plan.steps if isinstance(s, fx.Node) and _is_counted(s)]
+        collected.append(GraphReport(sources, eager, [(str(n.target), r) for n, r in plan.fallbacks]))
+    return CompiledGraph(graph_module, steps, slots, frees)

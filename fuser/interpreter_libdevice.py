@@ -1,0 +1,102 @@
+"""NumPy stand-ins for the CUDA libdevice functions that generated kernels call.
+
+Triton's interpreter runs a kernel's `tl.*` calls on NumPy arrays but has no libdevice. When a kernel
+is loaded for CPU tensors, `fuser.runtime` binds the name `libdevice` in the kernel's module to this
+module instead, so the same kernel source runs on both. Values arrive here already widened to fp32 or
+fp64 (or as integers), and each result keeps the dtype of its widest operand, as libdevice does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
+
+
+def _data(x):
+    return x.handle.data if isinstance(x, tl.tensor) else np.asarray(x)
+
+
+def _wrap(result: np.ndarray, like: tl.tensor) -> tl.tensor:
+    # The operand with the most elements gives the block type (the others broadcast against it).
+    result = np.asarray(result).astype(like.handle.data.dtype, copy=False)
+    return tl.tensor(TensorHandle(result, like.dtype.scalar), like.type)
+
+
+def _widest(*args) -> tl.tensor:
+    tensors = [a for a in args if isinstance(a, tl.tensor)]
+    return max(tensors, key=lambda t: t.handle.data.size)
+
+
+def _elementwise(fn: Callable) -> Callable:
+    def apply(*args):
+        with np.errstate(all="ignore"):
+            return _wrap(fn(*(_data(a) for a in args)), _widest(*args))
+
+    apply.__name__ = getattr(fn, "__name__", "libdevice_fn")
+    return apply
+
+
+def _vectorized(scalar_fn: Callable) -> Callable:
+    # For functions NumPy lacks: apply the math module's version element by element in float64.
+    vec = np.vectorize(scalar_fn, otypes=[np.float64])
+    return _elementwise(lambda x: vec(x.astype(np.float64)))
+
+
+def _erfinv(y: np.ndarray) -> np.ndarray:
+    # Giles' single-precision approximation as a first guess, then Newton steps on erf(x) = y in float64.
+    y64 = y.astype(np.float64)
+    w = -np.log((1.0 - y64) * (1.0 + y64))
+    central, tail = w - 2.5, np.sqrt(w) - 3.0
+    p_central = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                            -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], central)
+    p_tail = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                         -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], tail)
+    x = np.where(w < 5.0, p_central, p_tail) * y64
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    for _ in range(3):
+        step = (erf(x) - y64) / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+        x = x - np.where(np.isfinite(step), step, 0.0)
+    x = np.where(y64 == 1.0, np.inf, np.where(y64 == -1.0, -np.inf, x))
+    return np.where(np.abs(y64) > 1.0, np.nan, x)
+
+
+exp = _elementwise(np.exp)
+exp2 = _elementwise(np.exp2)
+expm1 = _elementwise(np.expm1)
+log = _elementwise(np.log)
+log2 = _elementwise(np.log2)
+log10 = _elementwise(np.log10)
+log1p = _elementwise(np.log1p)
+sqrt = _elementwise(np.sqrt)
+rsqrt = _elementwise(lambda x: 1.0 / np.sqrt(x))
+sin = _elementwise(np.sin)
+cos = _elementwise(np.cos)
+tan = _elementwise(np.tan)
+asin = _elementwise(np.arcsin)
+acos = _elementwise(np.arccos)
+atan = _elementwise(np.arctan)
+sinh = _elementwise(np.sinh)
+cosh = _elementwise(np.cosh)
+tanh = _elementwise(np.tanh)
+asinh = _elementwise(np.arcsinh)
+acosh = _elementwise(np.arccosh)
+atanh = _elementwise(np.arctanh)
+erf = _vectorized(math.erf)
+erfc = _vectorized(math.erfc)
+erfinv = _elementwise(_erfinv)
+lgamma = _vectorized(lambda v: math.lgamma(v) if v != -math.inf else math.inf)
+floor = _elementwise(np.floor)
+ceil = _elementwise(np.ceil)
+trunc = _elementwise(np.trunc)
+nearbyint = _elementwise(np.rint)
+fabs = _elementwise(np.abs)
+fmod = _elementwise(np.fmod)
+pow = _elementwise(np.power)
+atan2 = _elementwise(np.arctan2)
+hypot = _elementwise(np.hypot)
+copysign = _elementwise(np.copysign)
+nextafter = _elementwise(np.nextafter)

@@ -1,0 +1,73 @@
+"""Reading FX nodes: their fake-tensor metadata, their schema-bound arguments, and operand typing."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import torch
+from torch import fx
+
+from fuser.dtypes import arithmetic_dtype, value_dtype
+from fuser.ops import PointwiseOp, Typing
+
+
+def meta(node: fx.Node) -> Any:
+    """The fake value AOTAutograd recorded for a node (a FakeTensor for tensor-valued nodes)."""
+    return node.meta.get("val")
+
+
+def tensor_meta(arg: Any) -> torch.Tensor | None:
+    return meta(arg) if isinstance(arg, fx.Node) and isinstance(meta(arg), torch.Tensor) else None
+
+
+def bind_arguments(node: fx.Node) -> dict[str, Any]:
+    """Every schema argument of an aten call by name, with schema defaults filled in."""
+    bound = {}
+    for position, argument in enumerate(node.target._schema.arguments):
+        if not argument.kwarg_only and position < len(node.args):
+            bound[argument.name] = node.args[position]
+        elif argument.name in node.kwargs:
+            bound[argument.name] = node.kwargs[argument.name]
+        else:
+            bound[argument.name] = argument.default_value if argument.has_default_value() else None
+    return bound
+
+
+def _dtype_of(value: Any) -> torch.dtype | Any:
+    """A tensor operand by its fake value; a Python scalar as itself (it promotes as a scalar)."""
+    fake = tensor_meta(value)
+    return fake if fake is not None else value
+
+
+def operand_dtypes(op: PointwiseOp, bound: dict[str, Any], out_dtype: torch.dtype) -> list[torch.dtype | None]:
+    """The dtype each operand is cast to before rendering (None for an omitted optional operand)."""
+    common_operands = [_dtype_of(bound[name]) for name, typing in op.operands if typing is Typing.COMMON]
+    if len(common_operands) > 2:
+        raise ValueError(f"{op.name}: at most two operands may promote together")
+    common = torch.result_type(*common_operands) if len(common_operands) == 2 else None
+    dtypes = []
+    for name, typing in op.operands:
+        value = bound[name]
+        if value is None:
+            dtypes.append(None)
+        elif typing is Typing.OUT:
+            dtypes.append(arithmetic_dtype(out_dtype))
+        elif typing is Typing.COMMON:
+            dtypes.append(arithmetic_dtype(common))
+        elif typing is Typing.BOOL:
+            dtypes.append(torch.bool)
+        else:
+            dtypes.append(value_dtype(_own_dtype(value)))
+    return dtypes
+
+
+def _own_dtype(value: Any) -> torch.dtype:
+    fake = tensor_meta(value)
+    if fake is not None:
+        return fake.dtype
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, numbers.Integral):
+        return torch.int64
+    return torch.float64

@@ -1,0 +1,50 @@
+"""The fuser's options: given to `fuser.compile(fn, **options)` or `torch.compile(..., options={...})`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, fields
+from typing import Any
+
+log = logging.getLogger("fuser")
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").lower() not in ("", "0", "false", "no")
+
+
+@dataclass(frozen=True)
+class Options:
+    # Raise when a kernel fails to generate or launch, instead of running its nodes eagerly.
+    # The environment variable FUSER_STRICT=1 makes it the default (the test suite runs strict).
+    strict: bool = False
+    # Show the fuser's log (eager fallbacks and their reasons) on stderr; also FUSER_LOG=1.
+    log: bool = False
+
+    @classmethod
+    def from_dict(cls, options: dict[str, Any] | None) -> Options:
+        options = dict(options or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"fuser: unknown option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}")
+        for name, value in options.items():
+            if not isinstance(value, bool):
+                raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")
+        defaults = {"strict": _env_flag("FUSER_STRICT"), "log": _env_flag("FUSER_LOG")}
+        chosen = cls(**(defaults | options))
+        if chosen.log:
+            show_log()
+        return chosen
+
+
+def show_log() -> None:
+    """Send the fuser's INFO log (one line per eager fallback) to stderr, once."""
+    if not any(getattr(h, "_fuser", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler._fuser = True
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)

@@ -1,0 +1,211 @@
+"""Partition an aten graph into Triton kernels and eager calls.
+
+The model (Inductor's, simplified): every lowerable pointwise or view node is a function of an index
+that a kernel may inline. A node is *materialized* (stored to memory by some kernel) only when
+something that cannot inline it needs it: an eager call, or the graph's output. Materialized nodes of
+one shape share a kernel unless that would create a cycle through an eager call. Views of graph inputs,
+of eager results or of materialized values stay eager aliases: they cost nothing and copy nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx
+
+from fuser.dtypes import SUPPORTED_DTYPES
+from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
+from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
+
+log = logging.getLogger("fuser")
+
+
+@dataclass
+class Kernel:
+    """One Triton kernel: it stores `members` and computes them from `leaves` (values it loads)."""
+
+    members: list[fx.Node]
+    shape: tuple[int, ...]
+    device: torch.device
+    computed: list[fx.Node] = field(default_factory=list)  # members and inlined nodes, topological order
+    leaves: list[fx.Node] = field(default_factory=list)  # loaded values, in graph order
+
+
+@dataclass
+class Plan:
+    steps: list[Kernel | fx.Node]  # execution order; an fx.Node runs eagerly
+    fallbacks: list[tuple[fx.Node, str]]  # aten calls left eager, with the reason
+
+
+def _tensor_args(node: fx.Node) -> list[torch.Tensor]:
+    return [m for m in (tensor_meta(a) for a in node.all_input_nodes) if m is not None]
+
+
+def lowering_obstacle(node: fx.Node) -> str | None:
+    """Why `node` cannot go in a kernel, or None if it can."""
+    target = node.target
+    if target not in POINTWISE_BY_OVERLOAD and target not in VIEW_BY_OVERLOAD:
+        return "no lowering in the op table"
+    out = meta(node)
+    if not isinstance(out, torch.Tensor):
+        return "its result is not a tensor"
+    for value in (out, *_tensor_args(node)):
+        if value.dtype not in SUPPORTED_DTYPES:
+            return f"dtype {value.dtype} is not lowered"
+        if value.layout != torch.strided:
+            return f"layout {value.layout} is not lowered"
+        if value.is_quantized:
+            return "quantized tensors are not lowered"
+        if value.device != out.device:
+            return f"it mixes devices ({value.device} and {out.device})"
+        if any(not isinstance(s, int) for s in (*value.shape, *value.stride())):
+            return "symbolic sizes are not lowered yet"
+    if out.device.type not in ("cpu", "cuda"):
+        return f"device {out.device.type} is not lowered"
+    op = POINTWISE_BY_OVERLOAD.get(target)
+    if op is not None:
+        operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]
+        if op.accepts is Accepts.FLOATING and not all(d.is_floating_point for d in operand_types):
+            return f"{op.name} is lowered for floating dtypes only"
+        if op.accepts is Accepts.INTEGRAL and any(d.is_floating_point for d in operand_types):
+            return f"{op.name} is lowered for integer and bool dtypes only"
+    return None
+
+
+def _is_view(node: fx.Node) -> bool:
+    return node.target in VIEW_BY_OVERLOAD
+
+
+def _fusible_nodes(graph: fx.Graph, fallbacks: list) -> set[fx.Node]:
+    fusible = set()
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        reason = lowering_obstacle(node)
+        if reason is None:
+            fusible.add(node)
+        elif isinstance(node.target, torch._ops.OpOverload):
+            fallbacks.append((node, reason))
+    return fusible
+
+
+def _users_outside(node: fx.Node, fusible: set[fx.Node]) -> bool:
+    return any(user not in fusible for user in node.users)
+
+
+def _settle_views(graph: fx.Graph, fusible: set[fx.Node]) -> set[fx.Node]:
+    """Drop alias-only views from `fusible` and return the materialized nodes."""
+    while True:
+        materialized = {n for n in fusible if _users_outside(n, fusible)}
+        aliases = {
+            n
+            for n in fusible
+            if _is_view(n) and (n.all_input_nodes[0] not in fusible or n.all_input_nodes[0] in materialized)
+        }
+        if not aliases:
+            return materialized
+        fusible -= aliases
+
+
+def _cone(node: fx.Node, members: set[fx.Node], fusible: set, materialized: set) -> tuple[set, set]:
+    """The nodes a kernel holding `members` computes to produce `node`, and the leaves it loads."""
+    inner, leaves, stack = set(), set(), [node]
+    while stack:
+        for source in stack.pop().all_input_nodes:
+            inlined = source in fusible and (source not in materialized or source in members)
+            if inlined and source not in inner:
+                inner.add(source)
+                stack.append(source)
+            elif not inlined:
+                leaves.add(source)
+    return inner, leaves
+
+
+def _reaches(starts: set[fx.Node], targets: set[fx.Node]) -> bool:
+    """Whether any of `starts` depends, through any path, on one of `targets`."""
+    seen, stack = set(), list(starts)
+    while stack:
+        node = stack.pop()
+        if node in targets:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return False
+
+
+def _group(graph: fx.Graph, fusible: set, materialized: set) -> list[Kernel]:
+    kernels: list[Kernel] = []
+    for node in graph.nodes:
+        if node not in materialized:
+            continue
+        value = meta(node)
+        for kernel in kernels:
+            if kernel.shape != tuple(value.shape) or kernel.device != value.device:
+                continue
+            _, leaves = _cone(node, set(kernel.members), fusible, materialized)
+            if not _reaches(leaves, set(kernel.members)):
+                kernel.members.append(node)
+                break
+        else:
+            kernels.append(Kernel([node], tuple(value.shape), value.device))
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for kernel in kernels:
+        members = set(kernel.members)
+        computed, leaves = set(members), set()
+        for member in kernel.members:
+            inner, member_leaves = _cone(member, members, fusible, materialized)
+            computed |= inner
+            leaves |= member_leaves
+        kernel.computed = sorted(computed, key=order.__getitem__)
+        kernel.leaves = sorted(leaves, key=order.__getitem__)
+    return kernels
+
+
+def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kernel | fx.Node]:
+    """Order kernels and eager calls so each runs after what it reads (Kahn's algorithm, graph order)."""
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    step_of: dict[fx.Node, Kernel | fx.Node] = {}
+    for kernel in kernels:
+        for member in kernel.members:
+            step_of[member] = kernel
+    eager = [n for n in graph.nodes if n.op == "call_function" and n not in fusible]
+    for node in eager:
+        step_of[node] = node
+    reads = {id(k): k.leaves for k in kernels} | {id(n): n.all_input_nodes for n in eager}
+    steps = [*kernels, *eager]
+    depends = {id(s): {id(step_of[r]) for r in reads[id(s)] if r in step_of} for s in steps}
+    waiting_on = {key: len(deps) for key, deps in depends.items()}
+    dependents: dict[int, list] = {id(s): [] for s in steps}
+    for step in steps:
+        for dep in depends[id(step)]:
+            dependents[dep].append(step)
+
+    def key(step) -> int:
+        return order[step.members[0]] if isinstance(step, Kernel) else order[step]
+
+    ready = [(key(s), id(s), s) for s in steps if waiting_on[id(s)] == 0]
+    heapq.heapify(ready)
+    scheduled = []
+    while ready:
+        _, _, step = heapq.heappop(ready)
+        scheduled.append(step)
+        for dependent in dependents[id(step)]:
+            waiting_on[id(dependent)] -= 1
+            if waiting_on[id(dependent)] == 0:
+                heapq.heappush(ready, (key(dependent), id(dependent), dependent))
+    if len(scheduled) != len(steps):
+        raise RuntimeError("fuser: the partition has a cycle; this is a bug in fuser.partition")
+    return scheduled
+
+
+def partition(graph: fx.Graph) -> Plan:
+    """Split `graph` into kernels and eager calls."""
+    fallbacks: list[tuple[fx.Node, str]] = []
+    fusible = _fusible_nodes(graph, fallbacks)
+    materialized = _settle_views(graph, fusible)
+    kernels = _group(graph, fusible, materialized)
+    return Plan(_schedule(graph, kernels, fusible), fallbacks)

@@ -1,0 +1,118 @@
+"""Views inside a kernel move indices, not values.
+
+An index is a tuple of Triton expressions, one per dimension, with "0" for a dimension that is
+broadcast (or has size 1). Each function maps an index into a view's output to the index of the
+element it reads in the view's input. Sizes and offsets come from `IndexSink.int_param`, so they are
+kernel arguments rather than constants baked into the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+Index = tuple[str, ...]
+
+
+class IndexSink(Protocol):
+    def int_param(self, hint: str, value: int) -> str: ...
+
+    def index_temp(self, expr: str) -> str: ...
+
+
+def broadcast_index(index: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
+    """Implicit broadcasting: right-align the shapes; a size-1 dimension of the operand reads index 0."""
+    lead = len(out_shape) - len(in_shape)
+    return tuple("0" if in_shape[d] == 1 else index[d + lead] for d in range(len(in_shape)))
+
+
+def _dim(dim: int, rank: int) -> int:
+    return dim + rank if dim < 0 else dim
+
+
+def _contiguous_strides(shape: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return strides[::-1]
+
+
+def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
+    # Reshape keeps row-major order: flatten the output index, then unflatten it in the input's shape.
+    if tuple(in_shape) == tuple(out_shape):
+        return index
+    out_strides = _contiguous_strides(out_shape)
+    terms = [
+        f"{i} * {sink.int_param(f'{name}_out_stride{d}', s)}"
+        for d, (i, s) in enumerate(zip(index, out_strides, strict=True))
+        if i != "0"
+    ]
+    if not terms:
+        return tuple("0" for _ in in_shape)
+    flat = sink.index_temp(" + ".join(terms))
+    in_strides = _contiguous_strides(in_shape)
+    result = []
+    for d, size in enumerate(in_shape):
+        if size == 1:
+            result.append("0")
+            continue
+        quotient = f"{flat} // {sink.int_param(f'{name}_in_stride{d}', in_strides[d])}"
+        result.append(sink.index_temp(quotient if d == 0 else f"({quotient}) % {sink.int_param(f'{name}_in_size{d}', size)}"))
+    return tuple(result)
+
+
+def _permute(index: Index, dims: Sequence[int]) -> Index:
+    source = [""] * len(index)
+    for k, dim in enumerate(dims):
+        source[_dim(dim, len(index))] = index[k]
+    return tuple(source)
+
+
+def _squeeze(index: Index, in_shape: Sequence[int], dims: Sequence[int] | None) -> Index:
+    rank = len(in_shape)
+    removed = {d for d in range(rank) if in_shape[d] == 1} if dims is None else {_dim(d, rank) for d in dims}
+    removed = {d for d in removed if in_shape[d] == 1}
+    out = iter(index)
+    return tuple("0" if d in removed else next(out) for d in range(rank))
+
+
+def source_index(
+    kind: str, args: dict[str, Any], index: Index, in_shape, out_shape, sink: IndexSink, name: str
+) -> Index:
+    """The input index a view of kind `kind` (a `fuser.ops.ViewOp` name) reads for output `index`."""
+    if kind == "view":
+        return _reshape(index, in_shape, out_shape, sink, name)
+    if kind == "permute":
+        return _permute(index, args["dims"])
+    if kind == "transpose":
+        dims = list(range(len(index)))
+        a, b = _dim(args["dim0"], len(index)), _dim(args["dim1"], len(index))
+        dims[a], dims[b] = dims[b], dims[a]
+        return _permute(index, dims)
+    if kind == "t":
+        return index[::-1]
+    if kind == "expand":
+        return broadcast_index(index, out_shape, in_shape)
+    if kind == "unsqueeze":
+        dim = _dim(args["dim"], len(out_shape))
+        return index[:dim] + index[dim + 1 :]
+    if kind == "squeeze":
+        dims = args.get("dims", args.get("dim"))
+        return _squeeze(index, in_shape, [dims] if isinstance(dims, int) else dims)
+    if kind == "slice":
+        dim = _dim(args["dim"], len(in_shape))
+        size = in_shape[dim]
+        start = args["start"] or 0
+        start = min(max(start + size if start < 0 else start, 0), size)
+        step = args["step"]
+        strided = index[dim] if step == 1 else f"{index[dim]} * {step}"
+        moved = sink.index_temp(f"{sink.int_param(f'{name}_start', start)} + {strided}")
+        return index[:dim] + (moved,) + index[dim + 1 :]
+    if kind == "select":
+        dim = _dim(args["dim"], len(in_shape))
+        position = args["index"] + in_shape[dim] if args["index"] < 0 else args["index"]
+        return index[:dim] + (sink.int_param(f"{name}_index", position),) + index[dim:]
+    if kind == "alias":
+        return index
+    raise NotImplementedError(f"view kind {kind!r} has no index mapping")
