@@ -17,7 +17,7 @@ PYPROJECT = tomllib.loads(Path("pyproject.toml").read_text())
 TORCH = os.environ.get("FUSER_TORCH", "torch==2.13.0")
 
 
-@nox.session(python="3.11")
+@nox.session
 def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
     session.install(TORCH)
@@ -25,7 +25,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"})
 
 
-@nox.session(python="3.11")
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check style and common bugs with ruff."""
     session.install(*PYPROJECT["project"]["optional-dependencies"]["lint"])

@@ -4,6 +4,7 @@
     fuser.compile(fn, strict=True)              # the same, with fuser options
     fuser.explain(fn, *args)                    # kernels, their source, and what ran eager
     fuser.counters(); fuser.reset_counters()    # what ran: kernels launched, compiled, extern calls
+    fuser.clear_kernel_cache()                  # the next launch of every kernel compiles again
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from fuser.metrics import counters, reset_counters
 from fuser.explain import ExplainReport, explain
 from fuser.options import Options, show_log
+from fuser.runtime import clear_kernel_cache
 
 
 def compile(fn: Callable, *, dynamic: bool | None = None, fullgraph: bool = False, **options: Any) -> Callable:
@@ -30,4 +32,4 @@ def compile(fn: Callable, *, dynamic: bool | None = None, fullgraph: bool = Fals
     return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
 
 
-__all__ = ["ExplainReport", "Options", "compile", "counters", "explain", "reset_counters", "show_log"]
+__all__ = ["ExplainReport", "Options", "clear_kernel_cache", "compile", "counters", "explain", "reset_counters", "show_log"]

@@ -1,0 +1,147 @@
+"""The fuser's results equal eager's on awkward shapes, layouts, dtypes and promotions (CPU: interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fuser
+
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+INTS = [torch.int32, torch.int64]
+SHAPES = [(), (0,), (0, 5), (5, 0), (1,), (1, 781), (1823, 781), (3, 1, 5), (2, 3, 4, 5)]
+
+
+def float_program(x, y):
+    a = torch.sin(x) * 2.0 + y.abs()
+    b = torch.where(x > 0.5, torch.exp(-a), a * a)  # a branch on an input: exact in every dtype
+    return torch.clamp(b - y, min=-1.0, max=3.0), torch.sigmoid(a).to(torch.float32)
+
+
+def int_program(x, y):
+    q = torch.div(x * 3 + 1, y, rounding_mode="floor")
+    return torch.remainder(q, 7) - torch.maximum(x, y), (x > y) & (y != 0)
+
+
+def bool_program(x, y):
+    return (x & y) | ~x, torch.logical_xor(x, y).to(torch.int32) + 1
+
+
+def make(shape, dtype, seed):
+    generator = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    if dtype in INTS:
+        values = torch.randint(-50, 50, shape, generator=generator, dtype=dtype)
+        return torch.where(values == 0, torch.ones_like(values), values)  # keep integer divisors non-zero
+    return torch.randn(shape, generator=generator).to(dtype)
+
+
+def program_for(dtype):
+    return bool_program if dtype == torch.bool else int_program if dtype in INTS else float_program
+
+
+def check(program, *args, device):
+    args = [a.to(device) for a in args]
+    expected = program(*args)
+    report = fuser.explain(program, *args)
+    assert report.num_kernels >= 1 or all(a.numel() == 0 for a in args)
+    assert report.fallbacks == []
+    if any(a.dtype in (torch.float16, torch.bfloat16) for a in args):
+        # The fuser computes half types in fp32 and rounds once at the store, where eager rounds after
+        # every op: judge both against a float64 run, and let the fuser be no further from it than eager.
+        reference = program(*[a.double() if a.is_floating_point() else a for a in args])
+        for got, want, exact in zip(report.result, expected, reference, strict=True):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            fused_error = (got.double() - exact.double()).abs().nan_to_num().max() if got.numel() else 0
+            eager_error = (want.double() - exact.double()).abs().nan_to_num().max() if got.numel() else 0
+            assert fused_error <= 2 * eager_error + 1e-3
+        return
+    for got, want in zip(report.result, expected, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)) or "0d")
+@pytest.mark.parametrize("dtype", [*FLOATS, *INTS, torch.bool], ids=str)
+def test_a_fused_program_matches_eager_for_every_shape_and_dtype(shape, dtype, device):
+    check(program_for(dtype), make(shape, dtype, 0), make(shape[-1:] if shape else (), dtype, 1), device=device)
+
+
+LAYOUTS = {
+    "transposed": lambda t: t.t(),
+    "expanded_stride_0": lambda t: t[:1].expand(t.shape[0], -1),
+    "step_sliced": lambda t: t[1::3, ::2],
+    "storage_offset": lambda t: t[5:, 3:],
+    "channels_last": lambda t: t.reshape(6, 5, 7, -1).contiguous(memory_format=torch.channels_last),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_non_contiguous_inputs_are_read_through_their_strides(layout, dtype, device):
+    base = make((42, 40), dtype, 2)
+    x = LAYOUTS[layout](base)
+    y = make(x.shape, dtype, 3)
+    check(program_for(dtype), x, y, device=device)
+
+
+def test_outputs_keep_eagers_strides_for_a_transposed_input(device):
+    x = torch.randn(33, 17, device=device).t()
+    out = fuser.compile(lambda t: torch.cos(t) + 1.0)(x)
+    assert out.stride() == (torch.cos(x) + 1.0).stride()
+
+
+PROMOTIONS = {
+    "int_tensor_plus_python_float": (lambda a: a + 2.5, torch.tensor([1, -2, 3], dtype=torch.int32)),
+    "half_tensor_plus_python_float": (lambda a: a * 0.1, torch.tensor([1.0, -2.0], dtype=torch.float16)),
+    "bool_tensor_plus_python_int": (lambda a: a + 3, torch.tensor([True, False])),
+    "int8_wraps_like_eager": (lambda a: a + 300, torch.tensor([100, -100], dtype=torch.int8)),
+    "int_true_division_is_float": (lambda a: a / 4, torch.tensor([7, -7, 9], dtype=torch.int64)),
+    "uint8_minus_wraps": (lambda a: a - 10, torch.tensor([3, 200], dtype=torch.uint8)),
+}
+
+
+@pytest.mark.parametrize("case", PROMOTIONS)
+def test_python_scalars_promote_as_in_eager(case, device):
+    program, x = PROMOTIONS[case]
+    x = x.to(device)
+    got = fuser.compile(program)(x)
+    want = program(x)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+
+
+ZERO_DIM = {
+    "int_tensor_times_0d_double": (torch.tensor([1, 2, 3], dtype=torch.int32), torch.tensor(1.5, dtype=torch.float64)),
+    "half_tensor_plus_0d_float": (torch.tensor([1.0, 2.0], dtype=torch.float16), torch.tensor(0.25)),
+    "float_tensor_plus_0d_int": (torch.tensor([1.5, 2.5]), torch.tensor(3)),
+    "int8_tensor_plus_0d_int64": (torch.tensor([120, -3], dtype=torch.int8), torch.tensor(10)),
+}
+
+
+@pytest.mark.parametrize("case", ZERO_DIM)
+def test_zero_dim_tensors_promote_as_in_eager(case, device):
+    a, b = (t.to(device) for t in ZERO_DIM[case])
+    got = fuser.compile(lambda x, y: x * y + x)(a, b)
+    want = a * b + a
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+
+
+def test_mixed_dtype_tensors_promote_and_cast_as_in_eager(device):
+    a = torch.randn(9, 4, device=device, dtype=torch.bfloat16)
+    b = torch.randint(-3, 3, (4,), device=device, dtype=torch.int16)
+    c = torch.randn(9, 1, device=device, dtype=torch.float64)
+
+    def program(a, b, c):
+        return (a * b).to(torch.float16) + c, (a > b).to(torch.int8) * b
+
+    check(program, a, b, c, device=device)
+
+
+def test_an_explicit_half_cast_rounds_where_eager_does(device):
+    x = torch.tensor([1.0 + 2**-10, 3.0 + 2**-9], device=device)
+    got = fuser.compile(lambda t: t.to(torch.bfloat16).to(torch.float32) - t)(x)
+    torch.testing.assert_close(got, x.to(torch.bfloat16).to(torch.float32) - x, rtol=0, atol=0)
+    assert got.abs().max() > 0  # the rounding really happened
