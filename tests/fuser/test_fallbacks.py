@@ -1,0 +1,126 @@
+"""What the fuser cannot lower runs eager, says why in one log line, and is never silently wrong."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import fx
+
+import fuser
+import fuser.compiler
+import fuser.runtime
+from fuser.partition import lowering_obstacle
+
+
+def test_an_unlowered_op_runs_eager_between_kernels_with_a_logged_reason(caplog, device):
+    def program(x):
+        return torch.cumsum(torch.sin(x) + 1.0, dim=0) * 2.0
+
+    x = torch.randn(31, 7, device=device)
+    with caplog.at_level(logging.INFO, logger="fuser"):
+        report = fuser.explain(program, x)
+    assert report.num_kernels == 2
+    assert report.eager_calls == ["aten.cumsum.default"]
+    assert ("aten.cumsum.default", "no lowering in the op table") in report.fallbacks
+    assert "aten.cumsum.default runs eager: no lowering in the op table" in caplog.messages
+    torch.testing.assert_close(report.result, program(x))
+
+
+def test_complex_tensors_run_eager_with_the_dtype_named(caplog, device):
+    def program(z):
+        return z * 2.0 + 1.0
+
+    z = torch.randn(5, 3, dtype=torch.complex64, device=device)
+    with caplog.at_level(logging.INFO, logger="fuser"):
+        report = fuser.explain(program, z)
+    assert report.num_kernels == 0
+    assert any("dtype torch.complex64 is not lowered" in m for m in caplog.messages)
+    torch.testing.assert_close(report.result, program(z))
+
+
+def test_float8_inputs_run_eager_and_the_rest_still_fuses(device):
+    def program(x):
+        return torch.sin(x.to(torch.float32)) * 3.0
+
+    x = torch.randn(9, 4, device=device).to(torch.float8_e4m3fn)
+    report = fuser.explain(program, x)
+    assert ("aten._to_copy.default", "dtype torch.float8_e4m3fn is not lowered") in report.fallbacks
+    assert report.num_kernels == 1
+    torch.testing.assert_close(report.result, program(x))
+
+
+def _node_with_value(value: torch.Tensor) -> fx.Node:
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = value
+    node = graph.call_function(torch.ops.aten.mul.Tensor, (x, x))
+    node.meta["val"] = value
+    return node
+
+
+def test_sparse_and_quantized_layouts_are_not_lowered():
+    sparse = torch.zeros(3, 3).to_sparse()
+    quantized = torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.quint8)
+    assert lowering_obstacle(_node_with_value(sparse)) == "layout torch.sparse_coo is not lowered"
+    assert lowering_obstacle(_node_with_value(quantized)) == "dtype torch.quint8 is not lowered"
+
+
+def _broken_codegen(kernel):
+    raise RuntimeError("planted codegen failure")
+
+
+def test_a_codegen_failure_raises_when_strict(monkeypatch, device):
+    monkeypatch.setattr(fuser.compiler, "generate", _broken_codegen)
+    x = torch.randn(8, device=device)
+    with pytest.raises(Exception, match="planted codegen failure"):
+        fuser.compile(lambda t: torch.sin(t) + 1.0, strict=True)(x)
+
+
+def test_a_codegen_failure_falls_back_to_eager_with_a_warning_when_not_strict(monkeypatch, caplog, device):
+    monkeypatch.setattr(fuser.compiler, "generate", _broken_codegen)
+    x = torch.randn(8, device=device)
+    with caplog.at_level(logging.WARNING, logger="fuser"):
+        out = fuser.compile(lambda t: torch.sin(t) + 1.0, strict=False)(x)
+    torch.testing.assert_close(out, torch.sin(x) + 1.0)
+    assert any("planted codegen failure" in m and "run eagerly" in m for m in caplog.messages)
+    assert fuser.counters()["fallbacks"] == 1
+    assert fuser.counters()["kernels_launched"] == 0
+
+
+def test_a_kernel_that_fails_to_launch_runs_its_nodes_eagerly_when_not_strict(monkeypatch, caplog, device):
+    def broken_load(source, interpreted):
+        raise RuntimeError("planted launch failure")
+
+    monkeypatch.setattr(fuser.runtime, "load_kernel", broken_load)
+    x = torch.randn(8, 3, device=device)
+    compiled = fuser.compile(lambda t: torch.cos(t) * 2.0, strict=False)
+    with caplog.at_level(logging.WARNING, logger="fuser"):
+        first, second = compiled(x), compiled(x)
+    torch.testing.assert_close(first, torch.cos(x) * 2.0)
+    torch.testing.assert_close(second, torch.cos(x) * 2.0)
+    assert sum("planted launch failure" in m for m in caplog.messages) == 1  # logged once, then eager
+    assert fuser.counters()["extern_calls"] == 4
+
+
+def test_the_log_option_prints_fallback_lines_on_stderr():
+    script = (
+        "import torch, fuser\n"
+        "f = fuser.compile(lambda x: torch.cumsum(x, 0) + 1, log=True)\n"
+        "f(torch.randn(4))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "fuser: aten.cumsum.default runs eager: no lowering in the op table" in result.stderr
+
+
+def test_unknown_options_and_modes_are_rejected_by_name():
+    with pytest.raises(TypeError, match="unknown option\\(s\\) strcit"):
+        fuser.compile(lambda x: x, strcit=True)
+    with pytest.raises(TypeError, match="option strict takes a bool"):
+        fuser.compile(lambda x: x, strict="yes")
+    compiled = torch.compile(lambda x: x + 1, backend="fuser", mode="max-autotune")
+    with pytest.raises(Exception, match="mode 'max-autotune' is not supported"):
+        compiled(torch.randn(3))
