@@ -22,7 +22,9 @@ def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
     session.install(TORCH)
     session.install("-e", ".[test]")
-    session.run("pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"})
+    session.run(
+        "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
+    )
 
 
 @nox.session

@@ -70,11 +70,18 @@ def check(fn, rows: int, cols: int, device: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=16384)
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds per variant")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument(
+        "--sweep",
+        default="",
+        help="also time the fuser at these BLOCKxWARPS launch configs, e.g. 2048x8,4096x8",
+    )
     args = parser.parse_args()
     device = "cuda"
     torch.manual_seed(0)
@@ -84,7 +91,10 @@ def main() -> None:
         "inductor": torch.compile(chain, dynamic=False),
         "eager": chain,
     }
-    errors = {name: [check(fn, r, c, device) for r, c in [(1823, 781), (1, 7), (args.rows, args.cols)]] for name, fn in variants.items()}
+    errors = {
+        name: [check(fn, r, c, device) for r, c in [(1823, 781), (1, 7), (args.rows, args.cols)]]
+        for name, fn in variants.items()
+    }
 
     x = torch.randn(args.rows, args.cols, device=device, dtype=torch.bfloat16)
     y = torch.randn(args.rows, args.cols, device=device, dtype=torch.bfloat16)
@@ -93,8 +103,21 @@ def main() -> None:
     rounds: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.repeats):
         for name, fn in variants.items():
-            rounds[name].append(triton.testing.do_bench(lambda fn=fn: fn(x, y), warmup=50, rep=300, return_mode="median"))
+            rounds[name].append(
+                triton.testing.do_bench(lambda fn=fn: fn(x, y), warmup=50, rep=300, return_mode="median")
+            )
     kernels = {name: kernel_ms(lambda fn=fn: fn(x, y)) for name, fn in variants.items()}
+    sweep = {}
+    default = (fuser.runtime.GPU_BLOCK, fuser.runtime.GPU_WARPS)
+    for config in filter(None, args.sweep.split(",")):
+        fuser.runtime.GPU_BLOCK, fuser.runtime.GPU_WARPS = map(int, config.split("x"))
+        check(variants["fuser"], 1823, 781, device)
+        timings = [
+            triton.testing.do_bench(lambda: variants["fuser"](x, y), warmup=50, rep=300, return_mode="median")
+            for _ in range(args.repeats)
+        ]
+        sweep[config] = statistics.median(timings)
+    fuser.runtime.GPU_BLOCK, fuser.runtime.GPU_WARPS = default
     fuser.reset_counters()
     variants["fuser"](x, y)
     launches = fuser.counters()["kernels_launched"]
@@ -112,6 +135,7 @@ def main() -> None:
         "bytes_moved": moved,
         "fuser_launches_per_call": launches,
         "variants": {},
+        "fuser_launch_config_sweep_ms": sweep,
     }
     for name in variants:
         ms = statistics.median(rounds[name])
@@ -124,7 +148,9 @@ def main() -> None:
             "max_relative_error": max(errors[name]),
         }
     base = results["variants"]["inductor"]["ms_median"]
-    print(f"{results['workload']} on {results['device']} (torch {torch.__version__}, triton {triton.__version__})")
+    print(
+        f"{results['workload']} on {results['device']} (torch {torch.__version__}, triton {triton.__version__})"
+    )
     print(f"copy peak {peak / 1e12:.2f} TB/s; fuser launches {launches} kernel(s) per call")
     print(f"{'variant':<10}{'ms':>9}{'kernel ms':>11}{'TB/s':>8}{'of peak':>9}{'vs inductor':>13}")
     for name, r in results["variants"].items():
@@ -132,6 +158,8 @@ def main() -> None:
             f"{name:<10}{r['ms_median']:>9.4f}{r['kernel_ms']:>11.4f}{r['tb_s']:>8.2f}"
             f"{r['fraction_of_copy_peak']:>9.1%}{r['ms_median'] / base:>12.2f}x"
         )
+    for config, ms in sweep.items():
+        print(f"fuser at BLOCKxWARPS {config}: {ms:.4f} ms ({ms / base:.2f}x inductor)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -1,10 +1,10 @@
 """fuser: a reference fusion compiler for torch.compile that writes readable Triton.
 
-    torch.compile(fn, backend="fuser")          # registered by entry point, no import needed
-    fuser.compile(fn, strict=True)              # the same, with fuser options
-    fuser.explain(fn, *args)                    # kernels, their source, and what ran eager
-    fuser.counters(); fuser.reset_counters()    # what ran: kernels launched, compiled, extern calls
-    fuser.clear_kernel_cache()                  # the next launch of every kernel compiles again
+torch.compile(fn, backend="fuser")          # registered by entry point, no import needed
+fuser.compile(fn, strict=True)              # the same, with fuser options
+fuser.explain(fn, *args)                    # kernels, their source, and what ran eager
+fuser.counters(); fuser.reset_counters()    # what ran: kernels launched, compiled, extern calls
+fuser.clear_kernel_cache()                  # the next launch of every kernel compiles again
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fuser.metrics import counters, reset_counters
 from fuser.explain import ExplainReport, explain
+from fuser.metrics import counters, reset_counters
 from fuser.options import Options, show_log
 from fuser.runtime import clear_kernel_cache
 
 
-def compile(fn: Callable, *, dynamic: bool | None = None, fullgraph: bool = False, **options: Any) -> Callable:
+def compile(
+    fn: Callable, *, dynamic: bool | None = None, fullgraph: bool = False, **options: Any
+) -> Callable:
     """`torch.compile(fn, backend="fuser")` with fuser `options` (see `fuser.options.Options`)."""
     import torch
 
@@ -32,4 +34,13 @@ def compile(fn: Callable, *, dynamic: bool | None = None, fullgraph: bool = Fals
     return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
 
 
-__all__ = ["ExplainReport", "Options", "clear_kernel_cache", "compile", "counters", "explain", "reset_counters", "show_log"]
+__all__ = [
+    "ExplainReport",
+    "Options",
+    "clear_kernel_cache",
+    "compile",
+    "counters",
+    "explain",
+    "reset_counters",
+    "show_log",
+]

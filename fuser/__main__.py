@@ -27,7 +27,10 @@ def mlp_tail(x, w):
 def demo(device: str) -> int:
     programs = {
         "gelu(x + bias)": (gelu_bias, (torch.randn(1823, 781), torch.randn(781))),
-        "where(mask, x * s, 0).bf16": (masked_scale, (torch.randn(97, 33).t(), torch.rand(33, 97) > 0.5, torch.tensor(3.0))),
+        "where(mask, x * s, 0).bf16": (
+            masked_scale,
+            (torch.randn(97, 33).t(), torch.rand(33, 97) > 0.5, torch.tensor(3.0)),
+        ),
         "relu(sigmoid(x)*2-1) @ w + 1": (mlp_tail, (torch.randn(64, 48), torch.randn(48, 16))),
     }
     failures = 0
@@ -37,7 +40,9 @@ def demo(device: str) -> int:
         expected = program(*args)
         ok = torch.allclose(report.result.float(), expected.float(), atol=1e-2, rtol=1e-2)
         failures += not ok
-        print(f"{title:<32} {report.num_kernels} kernel(s), {len(report.eager_calls)} eager call(s): {'ok' if ok else 'MISMATCH'}")
+        print(
+            f"{title:<32} {report.num_kernels} kernel(s), {len(report.eager_calls)} eager call(s): {'ok' if ok else 'MISMATCH'}"
+        )
     print("\nThe kernel for gelu(x + bias):\n")
     print(fuser.explain(gelu_bias, *[a.to(device) for a in programs["gelu(x + bias)"][1]]).sources[0])
     return failures

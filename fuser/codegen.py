@@ -47,7 +47,9 @@ class KernelSource:
     cache_key: str  # hash of the source without its header comment: equal kernels share a compile
     params: tuple[tuple[str, Arg], ...]
     covers: tuple[str, ...]  # the aten nodes the kernel computes, as "name = aten.op(args)"
-    flat_inputs: tuple[fx.Node, ...]  # inputs read at the flat offset: the launcher checks they are contiguous
+    flat_inputs: tuple[
+        fx.Node, ...
+    ]  # inputs read at the flat offset: the launcher checks they are contiguous
 
 
 def _contiguous_strides(shape) -> tuple[int, ...]:
@@ -57,7 +59,9 @@ def _contiguous_strides(shape) -> tuple[int, ...]:
 def _is_dense(shape, strides) -> bool:
     """Whether the strides are a permutation of a contiguous layout: no gaps, no overlaps."""
     expected = 1
-    for size, stride in sorted(((sz, st) for sz, st in zip(shape, strides, strict=True) if sz != 1), key=lambda p: p[1]):
+    for size, stride in sorted(
+        ((sz, st) for sz, st in zip(shape, strides, strict=True) if sz != 1), key=lambda p: p[1]
+    ):
         if stride != expected:
             return False
         expected *= size
@@ -189,7 +193,9 @@ class _Builder:
         flat = value.dim() > 0 and self._is_flat(node, index, value.stride())
         if flat and node not in self.flat_inputs:
             self.flat_inputs.append(node)
-        address = self.address(pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d))
+        address = self.address(
+            pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
+        )
         masked = address != pointer
         name = self.fresh(f"{stem}_") if any(k[0] is node for k in self.values) else stem
         held = value_dtype(value.dtype)
@@ -214,7 +220,13 @@ class _Builder:
         source = node.all_input_nodes[0]
         kind = VIEW_BY_OVERLOAD[node.target].name
         mapped = source_index(
-            kind, bind_arguments(node), index, meta(source).shape, meta(node).shape, self, f"{kind}{self.names[kind]}"
+            kind,
+            bind_arguments(node),
+            index,
+            meta(source).shape,
+            meta(node).shape,
+            self,
+            f"{kind}{self.names[kind]}",
         )
         self.names[kind] += 1
         return self.value(source, mapped)

@@ -47,7 +47,9 @@ class EagerKernel:
             call(env)
 
 
-def _frees(steps: list, reads: list[list[fx.Node]], keep: set[fx.Node], slots: dict[fx.Node, int]) -> list[list[int]]:
+def _frees(
+    steps: list, reads: list[list[fx.Node]], keep: set[fx.Node], slots: dict[fx.Node, int]
+) -> list[list[int]]:
     """For each step, the env slots no later step reads: released right after it."""
     last_read = {}
     for position, nodes in enumerate(reads):
@@ -80,7 +82,12 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
         except Exception as error:
             if options.strict:
                 raise
-            log.warning("codegen failed for %s (%s: %s); they run eagerly", [n.name for n in step.members], type(error).__name__, error)
+            log.warning(
+                "codegen failed for %s (%s: %s); they run eagerly",
+                [n.name for n in step.members],
+                type(error).__name__,
+                error,
+            )
             metrics.bump("fallbacks")
             steps.append(fallback)
             reads.append([n for c in step.computed for n in c.all_input_nodes])

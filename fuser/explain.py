@@ -38,7 +38,9 @@ class ExplainReport:
         return [f for g in self.graphs for f in g.fallbacks]
 
     def __str__(self) -> str:
-        lines = [f"{len(self.graphs)} graph(s), {self.num_kernels} kernel(s), {len(self.eager_calls)} eager call(s)"]
+        lines = [
+            f"{len(self.graphs)} graph(s), {self.num_kernels} kernel(s), {len(self.eager_calls)} eager call(s)"
+        ]
         for op, reason in self.fallbacks:
             lines.append(f"  eager: {op}: {reason}")
         for number, kernel in enumerate(self.kernels):

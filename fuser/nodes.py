@@ -40,7 +40,9 @@ def _dtype_of(value: Any) -> torch.dtype | Any:
     return fake if fake is not None else value
 
 
-def operand_dtypes(op: PointwiseOp, bound: dict[str, Any], out_dtype: torch.dtype) -> list[torch.dtype | None]:
+def operand_dtypes(
+    op: PointwiseOp, bound: dict[str, Any], out_dtype: torch.dtype
+) -> list[torch.dtype | None]:
     """The dtype each operand is cast to before rendering (None for an omitted optional operand)."""
     common_operands = [_dtype_of(bound[name]) for name, typing in op.operands if typing is Typing.COMMON]
     if len(common_operands) > 2:

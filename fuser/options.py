@@ -29,7 +29,9 @@ class Options:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise TypeError(f"fuser: unknown option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}")
+            raise TypeError(
+                f"fuser: unknown option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}"
+            )
         for name, value in options.items():
             if not isinstance(value, bool):
                 raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")

@@ -124,7 +124,10 @@ class KernelStep:
             self.fallback(env)
             return
         device = self.kernel.device
-        outputs = [torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype, _ in self.out_specs]
+        outputs = [
+            torch.empty_strided(shape, strides, dtype=dtype, device=device)
+            for shape, strides, dtype, _ in self.out_specs
+        ]
         for (_, _, _, slot), out in zip(self.out_specs, outputs, strict=True):
             env[slot] = out
         if self.numel == 0:
@@ -149,7 +152,12 @@ class KernelStep:
         except Exception as error:
             if self.strict:
                 raise
-            log.warning("fuser: kernel %s failed (%s: %s); running its nodes eagerly", self.source.name, type(error).__name__, error)
+            log.warning(
+                "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
+                self.source.name,
+                type(error).__name__,
+                error,
+            )
             metrics.bump("fallbacks")
             self.failed = True
             self.fallback(env)
@@ -193,14 +201,18 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, graph_module: fx.GraphModule, steps: list, slots: dict[fx.Node, int], frees: list[list[int]]):
+    def __init__(
+        self, graph_module: fx.GraphModule, steps: list, slots: dict[fx.Node, int], frees: list[list[int]]
+    ):
         self.graph_module = graph_module
         self.steps = steps
         self.slots = slots
         self.frees = frees
         graph = graph_module.graph
         self.placeholders = [slots[n] for n in graph.nodes if n.op == "placeholder"]
-        self.attributes = [(slots[n], _fetch_attr(graph_module, n.target)) for n in graph.nodes if n.op == "get_attr"]
+        self.attributes = [
+            (slots[n], _fetch_attr(graph_module, n.target)) for n in graph.nodes if n.op == "get_attr"
+        ]
         (output,) = [n for n in graph.nodes if n.op == "output"]
         self.output_spec = output.args[0]
 
@@ -223,4 +235,3 @@ def _fetch_attr(module: torch.nn.Module, target: str) -> Any:
     for part in target.split("."):
         value = getattr(value, part)
     return value
-

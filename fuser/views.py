@@ -58,7 +58,11 @@ def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
             result.append("0")
             continue
         quotient = f"{flat} // {sink.int_param(f'{name}_in_stride{d}', in_strides[d])}"
-        result.append(sink.index_temp(quotient if d == 0 else f"({quotient}) % {sink.int_param(f'{name}_in_size{d}', size)}"))
+        result.append(
+            sink.index_temp(
+                quotient if d == 0 else f"({quotient}) % {sink.int_param(f'{name}_in_size{d}', size)}"
+            )
+        )
     return tuple(result)
 
 
@@ -108,11 +112,11 @@ def source_index(
         step = args["step"]
         strided = index[dim] if step == 1 else f"{index[dim]} * {step}"
         moved = sink.index_temp(f"{sink.int_param(f'{name}_start', start)} + {strided}")
-        return index[:dim] + (moved,) + index[dim + 1 :]
+        return (*index[:dim], moved, *index[dim + 1 :])
     if kind == "select":
         dim = _dim(args["dim"], len(in_shape))
         position = args["index"] + in_shape[dim] if args["index"] < 0 else args["index"]
-        return index[:dim] + (sink.int_param(f"{name}_index", position),) + index[dim:]
+        return (*index[:dim], sink.int_param(f"{name}_index", position), *index[dim:])
     if kind == "alias":
         return index
     raise NotImplementedError(f"view kind {kind!r} has no index mapping")

@@ -34,7 +34,10 @@ def test_explain_shows_groups_and_readable_source(device):
     (source,) = report.sources
     assert "#   mul = aten.mul.Tensor(arg0_1, arg1_1)" in source
     assert "#   relu = aten.relu.default(add)" in source
-    assert "@triton.jit" in source and "tl.store(out0_ptr + offset, _to_copy0.to(tl.bfloat16), mask=mask)" in source
+    assert (
+        "@triton.jit" in source
+        and "tl.store(out0_ptr + offset, _to_copy0.to(tl.bfloat16), mask=mask)" in source
+    )
     assert source in text
 
 

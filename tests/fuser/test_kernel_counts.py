@@ -71,7 +71,11 @@ def test_broadcast_and_views_fuse_into_the_consumer_kernel(device):
     def program(a, b, c):
         return (a.t() * 2.0).reshape(-1)[::3] + b[:11].unsqueeze(0).expand(1, -1).squeeze(0) * c
 
-    a, b, c = torch.randn(11, 3, device=device), torch.randn(20, device=device), torch.randn((), device=device)
+    a, b, c = (
+        torch.randn(11, 3, device=device),
+        torch.randn(20, device=device),
+        torch.randn((), device=device),
+    )
     report = fuser.explain(program, a, b, c)
     assert report.num_kernels == 1
     torch.testing.assert_close(report.result, program(a, b, c))

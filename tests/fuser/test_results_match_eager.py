@@ -65,7 +65,9 @@ def check(program, *args, device):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)) or "0d")
 @pytest.mark.parametrize("dtype", [*FLOATS, *INTS, torch.bool], ids=str)
 def test_a_fused_program_matches_eager_for_every_shape_and_dtype(shape, dtype, device):
-    check(program_for(dtype), make(shape, dtype, 0), make(shape[-1:] if shape else (), dtype, 1), device=device)
+    check(
+        program_for(dtype), make(shape, dtype, 0), make(shape[-1:] if shape else (), dtype, 1), device=device
+    )
 
 
 LAYOUTS = {
@@ -113,7 +115,10 @@ def test_python_scalars_promote_as_in_eager(case, device):
 
 
 ZERO_DIM = {
-    "int_tensor_times_0d_double": (torch.tensor([1, 2, 3], dtype=torch.int32), torch.tensor(1.5, dtype=torch.float64)),
+    "int_tensor_times_0d_double": (
+        torch.tensor([1, 2, 3], dtype=torch.int32),
+        torch.tensor(1.5, dtype=torch.float64),
+    ),
     "half_tensor_plus_0d_float": (torch.tensor([1.0, 2.0], dtype=torch.float16), torch.tensor(0.25)),
     "float_tensor_plus_0d_int": (torch.tensor([1.5, 2.5]), torch.tensor(3)),
     "int8_tensor_plus_0d_int64": (torch.tensor([120, -3], dtype=torch.int8), torch.tensor(10)),
