@@ -24,7 +24,8 @@ from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result
 from fuser.partition import Kernel
-from fuser.views import Index, broadcast_index, source_index
+from fuser.shapes import same, same_shape
+from fuser.views import Index, broadcast_index, contiguous_strides, source_index
 
 INT32_LIMIT = 2**31 - 1
 MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
@@ -52,10 +53,6 @@ class KernelSource:
     ]  # inputs read at the flat offset: the launcher checks they are contiguous
 
 
-def _contiguous_strides(shape) -> tuple[int, ...]:
-    return torch.empty(shape, device="meta").stride()
-
-
 def _is_dense(shape, strides) -> bool:
     """Whether the strides are a permutation of a contiguous layout: no gaps, no overlaps."""
     expected = 1
@@ -72,11 +69,11 @@ def output_strides(value: torch.Tensor) -> tuple[int, ...]:
     """Eager's strides where they describe a dense layout (channels-last, transposed), else contiguous."""
     if value.numel() > 0 and _is_dense(value.shape, value.stride()):
         return tuple(value.stride())
-    return _contiguous_strides(value.shape)
+    return contiguous_strides(value.shape)
 
 
 def _span(shape, strides) -> int:
-    return 1 + sum((s - 1) * abs(st) for s, st in zip(shape, strides, strict=True))
+    return 1 + sum((s - 1) * st for s, st in zip(shape, strides, strict=True))  # torch strides are >= 0
 
 
 def needs_int64(kernel: Kernel) -> bool:
@@ -128,6 +125,7 @@ class _Builder:
         self.flat_inputs: list[fx.Node] = []
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
+        self.block_names = {"offset", *(f"i{d}" for d in range(self.rank))}
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -142,16 +140,22 @@ class _Builder:
     def index_temp(self, expr: str) -> str:
         name = self.fresh("idx")
         self.body.append(f"{name} = {expr}")
+        if self.is_block(expr):
+            self.block_names.add(name)
         return name
+
+    def is_block(self, expr: str) -> bool:
+        """Whether `expr` varies across the block (it reads the offset): a scalar address needs no mask."""
+        return any(token in self.block_names for token in re.findall(r"[A-Za-z_]\w*", expr))
 
     def domain_index(self) -> Index:
         """One index per output dimension (size-1 dimensions read index 0)."""
-        return tuple("0" if size == 1 else f"i{d}" for d, size in enumerate(self.kernel.shape))
+        return tuple("0" if same(size, 1) else f"i{d}" for d, size in enumerate(self.kernel.shape))
 
     def domain_index_lines(self) -> list[str]:
         """Lines that turn the flat offset into the domain index (row-major), innermost first."""
         lines, rest = [], "offset"
-        dims = [d for d, size in enumerate(self.kernel.shape) if size != 1]
+        dims = [d for d, size in enumerate(self.kernel.shape) if not same(size, 1)]
         for position, d in enumerate(reversed(dims)):
             size = f"size{d}"
             if position == len(dims) - 1:
@@ -168,7 +172,7 @@ class _Builder:
             return f"{pointer} + offset"
         terms = []
         for d, i in enumerate(index):
-            if i != "0" and shape[d] != 1:
+            if i != "0" and not same(shape[d], 1):
                 stride = f"{pointer.removesuffix('_ptr')}_stride{d}"
                 self.params[stride] = stride_arg(d)
                 terms.append(f"{i} * {stride}")
@@ -177,8 +181,8 @@ class _Builder:
     def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
         value = meta(node)
         return (
-            tuple(value.shape) == self.kernel.shape
-            and tuple(strides) == _contiguous_strides(value.shape)
+            same_shape(value.shape, self.kernel.shape)
+            and same_shape(strides, contiguous_strides(value.shape))
             and index == self.domain_index()
         )
 
@@ -196,7 +200,7 @@ class _Builder:
         address = self.address(
             pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
         )
-        masked = address != pointer
+        masked = flat or self.is_block(address)
         name = self.fresh(f"{stem}_") if any(k[0] is node for k in self.values) else stem
         held = value_dtype(value.dtype)
         widen = f".to({triton_name(held)})" if held != value.dtype else ""

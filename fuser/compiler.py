@@ -7,6 +7,7 @@ import operator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+import torch
 from torch import fx
 
 from fuser import metrics
@@ -14,6 +15,7 @@ from fuser.codegen import KernelSource, generate
 from fuser.options import Options
 from fuser.partition import Kernel, partition
 from fuser.runtime import CompiledGraph, EagerStep, KernelStep
+from fuser.shapes import SizeBinder, free_symbols
 
 log = logging.getLogger("fuser")
 
@@ -32,8 +34,25 @@ reports: ContextVar[list[GraphReport] | None] = ContextVar("fuser_reports", defa
 
 
 def _is_counted(node: fx.Node) -> bool:
-    """Views and tuple lookups launch nothing, so they are not counted as extern calls."""
-    return node.target is not operator.getitem and not getattr(node.target, "is_view", False)
+    """Views, tuple lookups and size arithmetic launch nothing, so they are not counted as extern calls."""
+    if node.target is operator.getitem or getattr(node.target, "is_view", False):
+        return False
+    return isinstance(node.meta.get("val"), torch.Tensor | tuple | list)
+
+
+def _names(kernel: Kernel) -> list[str]:
+    return [n.name for n in kernel.members]
+
+
+def kernel_symbols(kernel: Kernel) -> set:
+    """Every size symbol the kernel's shapes and strides mention (they must be bound at launch)."""
+    symbols = set()
+    for node in (*kernel.computed, *kernel.leaves):
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            for size in (*value.shape, *value.stride()):
+                symbols |= free_symbols(size)
+    return symbols
 
 
 class EagerKernel:
@@ -42,7 +61,7 @@ class EagerKernel:
     def __init__(self, kernel: Kernel, slots: dict[fx.Node, int]):
         self.calls = [EagerStep(node, slots, counted=True) for node in kernel.computed]
 
-    def __call__(self, env: list) -> None:
+    def __call__(self, env: list, key: tuple[int, ...] = ()) -> None:
         for call in self.calls:
             call(env)
 
@@ -70,6 +89,7 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
     slots = {node: i for i, node in enumerate(graph.nodes)}
+    binder = SizeBinder(graph)
     steps, reads, sources = [], [], []
     for step in plan.steps:
         if isinstance(step, fx.Node):
@@ -77,6 +97,17 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
             reads.append(step.all_input_nodes)
             continue
         fallback = EagerKernel(step, slots)
+        unbound = kernel_symbols(step) - set(binder.symbols)
+        if unbound:
+            log.info(
+                "%s run eager: their sizes use %s, which no graph input binds",
+                _names(step),
+                sorted(map(str, unbound)),
+            )
+            metrics.bump("fallbacks")
+            steps.append(fallback)
+            reads.append([n for c in step.computed for n in c.all_input_nodes])
+            continue
         try:
             source = generate(step)
         except Exception as error:
@@ -84,7 +115,7 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
                 raise
             log.warning(
                 "codegen failed for %s (%s: %s); they run eagerly",
-                [n.name for n in step.members],
+                _names(step),
                 type(error).__name__,
                 error,
             )
@@ -93,7 +124,7 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
         sources.append(source)
-        steps.append(KernelStep(source, step, slots, fallback, options.strict))
+        steps.append(KernelStep(source, step, slots, fallback, options.strict, binder.symbols))
         reads.append(step.leaves)
     (output,) = [n for n in graph.nodes if n.op == "output"]
     frees = _frees(steps, reads, set(output.all_input_nodes), slots)
@@ -101,4 +132,4 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
     if collected is not None:
         eager = [str(s.target) for s in plan.steps if isinstance(s, fx.Node) and _is_counted(s)]
         collected.append(GraphReport(sources, eager, [(str(n.target), r) for n, r in plan.fallbacks]))
-    return CompiledGraph(graph_module, steps, slots, frees)
+    return CompiledGraph(graph_module, steps, slots, frees, binder)

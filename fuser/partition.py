@@ -19,6 +19,7 @@ from torch import fx
 from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
+from fuser.shapes import same_shape
 
 log = logging.getLogger("fuser")
 
@@ -61,8 +62,6 @@ def lowering_obstacle(node: fx.Node) -> str | None:
             return "quantized tensors are not lowered"
         if value.device != out.device:
             return f"it mixes devices ({value.device} and {out.device})"
-        if any(not isinstance(s, int) for s in (*value.shape, *value.stride())):
-            return "symbolic sizes are not lowered yet"
     if out.device.type not in ("cpu", "cuda"):
         return f"device {out.device.type} is not lowered"
     op = POINTWISE_BY_OVERLOAD.get(target)
@@ -144,7 +143,7 @@ def _group(graph: fx.Graph, fusible: set, materialized: set) -> list[Kernel]:
             continue
         value = meta(node)
         for kernel in kernels:
-            if kernel.shape != tuple(value.shape) or kernel.device != value.device:
+            if not same_shape(kernel.shape, value.shape) or kernel.device != value.device:
                 continue
             _, leaves = _cone(node, set(kernel.members), fusible, materialized)
             if not _reaches(leaves, set(kernel.members)):

@@ -27,6 +27,7 @@ from torch import fx
 from fuser import interpreter_libdevice, metrics
 from fuser.codegen import Arg, KernelSource, output_strides
 from fuser.partition import Kernel
+from fuser.shapes import SizeBinder, concrete
 
 log = logging.getLogger("fuser")
 
@@ -97,6 +98,15 @@ def _block(numel: int, interpreted: bool) -> int:
     return min(CPU_MAX_BLOCK, triton.next_power_of_2(max(numel, 1)))
 
 
+@dataclass(frozen=True)
+class Launch:
+    """A kernel's sizes made concrete for one binding of the graph's symbols."""
+
+    numel: int
+    outputs: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, int]]  # shape, strides, dtype, slot
+    ints: dict[str, int]  # the kernel's integer arguments by parameter name
+
+
 @dataclass
 class KernelStep:
     """A kernel launch: reads env slots, allocates its outputs and writes them to env slots."""
@@ -104,33 +114,48 @@ class KernelStep:
     source: KernelSource
     kernel: Kernel
     slots: dict[fx.Node, int]
-    fallback: Callable[[list], None]  # runs the same nodes eagerly (used when the kernel fails)
+    fallback: Callable[[list, tuple], None]  # runs the same nodes eagerly (used when the kernel fails)
     strict: bool
+    symbols: tuple = ()  # the graph's size symbols, in the order of the binding key
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
-        self.numel = 1
-        for size in self.kernel.shape:
-            self.numel *= size
-        self.out_specs = [
-            (tuple(m.meta["val"].shape), output_strides(m.meta["val"]), m.meta["val"].dtype, self.slots[m])
-            for m in self.kernel.members
-        ]
         self.flat_inputs = [self.slots[node] for node in self.source.flat_inputs]
+        self.launches: dict[tuple[int, ...], Launch] = {}
         self.failed = False
 
-    def __call__(self, env: list) -> None:
+    def launch(self, key: tuple[int, ...]) -> Launch:
+        """Concrete sizes for this binding of the symbols (computed once per binding)."""
+        if key not in self.launches:
+            binding = dict(zip(self.symbols, key, strict=True))
+            numel = 1
+            for size in self.kernel.shape:
+                numel *= concrete(size, binding)
+            outputs = []
+            for member in self.kernel.members:
+                value = member.meta["val"]
+                shape = tuple(concrete(s, binding) for s in value.shape)
+                strides = tuple(concrete(s, binding) for s in output_strides(value))
+                outputs.append((shape, strides, value.dtype, self.slots[member]))
+            ints = {
+                name: concrete(arg.value, binding) for name, arg in self.source.params if arg.kind == "int"
+            }
+            self.launches[key] = Launch(numel, outputs, ints)
+        return self.launches[key]
+
+    def __call__(self, env: list, key: tuple[int, ...]) -> None:
         if self.failed:
-            self.fallback(env)
+            self.fallback(env, key)
             return
+        launch = self.launch(key)
         device = self.kernel.device
         outputs = [
             torch.empty_strided(shape, strides, dtype=dtype, device=device)
-            for shape, strides, dtype, _ in self.out_specs
+            for shape, strides, dtype, _ in launch.outputs
         ]
-        for (_, _, _, slot), out in zip(self.out_specs, outputs, strict=True):
+        for (_, _, _, slot), out in zip(launch.outputs, outputs, strict=True):
             env[slot] = out
-        if self.numel == 0:
+        if launch.numel == 0:
             return
         for slot in self.flat_inputs:
             if not env[slot].is_contiguous():
@@ -138,17 +163,17 @@ class KernelStep:
                     f"fuser: kernel {self.source.name} was generated for a contiguous input but got strides "
                     f"{env[slot].stride()}; this is a bug in the fuser's layout tracking"
                 )
-        args = [self._arg(arg, env, outputs) for _, arg in self.source.params]
-        block = _block(self.numel, self.interpreted)
+        args = [self._arg(name, arg, env, outputs, launch) for name, arg in self.source.params]
+        block = _block(launch.numel, self.interpreted)
         try:
             kernel = load_kernel(self.source, self.interpreted)
-            grid = (triton.cdiv(self.numel, block),)
+            grid = (triton.cdiv(launch.numel, block),)
             if self.interpreted:
                 # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
                 with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                    kernel[grid](*args, self.numel, BLOCK=block)
+                    kernel[grid](*args, launch.numel, BLOCK=block)
             else:
-                kernel[grid](*args, self.numel, BLOCK=block, num_warps=GPU_WARPS)
+                kernel[grid](*args, launch.numel, BLOCK=block, num_warps=GPU_WARPS)
         except Exception as error:
             if self.strict:
                 raise
@@ -160,11 +185,11 @@ class KernelStep:
             )
             metrics.bump("fallbacks")
             self.failed = True
-            self.fallback(env)
+            self.fallback(env, key)
             return
         metrics.bump("kernels_launched")
 
-    def _arg(self, arg: Arg, env: list, outputs: list) -> Any:
+    def _arg(self, name: str, arg: Arg, env: list, outputs: list, launch: Launch) -> Any:
         if arg.kind == "tensor":
             return env[self.slots[arg.node]]
         if arg.kind == "output":
@@ -173,7 +198,7 @@ class KernelStep:
             return env[self.slots[arg.node]].stride(arg.index)
         if arg.kind == "output_stride":
             return outputs[arg.index].stride(arg.value)
-        return arg.value
+        return launch.ints[name]
 
 
 def _materialize(arg: Any, env: list, slots: dict[fx.Node, int]) -> Any:
@@ -188,7 +213,7 @@ class EagerStep:
     slots: dict[fx.Node, int]
     counted: bool  # views and getitems are bookkeeping, not extern calls
 
-    def __call__(self, env: list) -> None:
+    def __call__(self, env: list, key: tuple[int, ...] = ()) -> None:
         args = _materialize(self.node.args, env, self.slots)
         kwargs = _materialize(self.node.kwargs, env, self.slots)
         env[self.slots[self.node]] = self.node.target(*args, **kwargs)
@@ -202,12 +227,18 @@ class CompiledGraph:
     _boxed_call = True
 
     def __init__(
-        self, graph_module: fx.GraphModule, steps: list, slots: dict[fx.Node, int], frees: list[list[int]]
+        self,
+        graph_module: fx.GraphModule,
+        steps: list,
+        slots: dict[fx.Node, int],
+        frees: list[list[int]],
+        binder: SizeBinder,
     ):
         self.graph_module = graph_module
         self.steps = steps
         self.slots = slots
         self.frees = frees
+        self.binder = binder
         graph = graph_module.graph
         self.placeholders = [slots[n] for n in graph.nodes if n.op == "placeholder"]
         self.attributes = [
@@ -218,13 +249,14 @@ class CompiledGraph:
 
     def __call__(self, args: list) -> Any:
         env: list = [None] * len(self.slots)
+        key = self.binder.key(args)
         for slot, value in zip(self.placeholders, args, strict=True):
             env[slot] = value
         args.clear()  # the boxed calling convention: let inputs be freed as soon as possible
         for slot, value in self.attributes:
             env[slot] = value
         for step, frees in zip(self.steps, self.frees, strict=True):
-            step(env)
+            step(env, key)
             for slot in frees:
                 env[slot] = None
         return list(_materialize(self.output_spec, env, self.slots))

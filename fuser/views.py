@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import torch
+
+from fuser.shapes import same, same_shape
+
 Index = tuple[str, ...]
 
 
@@ -23,26 +27,27 @@ class IndexSink(Protocol):
 def broadcast_index(index: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
     """Implicit broadcasting: right-align the shapes; a size-1 dimension of the operand reads index 0."""
     lead = len(out_shape) - len(in_shape)
-    return tuple("0" if in_shape[d] == 1 else index[d + lead] for d in range(len(in_shape)))
+    return tuple("0" if same(in_shape[d], 1) else index[d + lead] for d in range(len(in_shape)))
 
 
 def _dim(dim: int, rank: int) -> int:
     return dim + rank if dim < 0 else dim
 
 
-def _contiguous_strides(shape: Sequence[int]) -> list[int]:
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides (a size-0 dimension counts as 1, as in torch); sizes may be symbolic."""
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)
-        step *= max(size, 1)
-    return strides[::-1]
+        step = step * torch.sym_max(size, 1)
+    return tuple(strides[::-1])
 
 
 def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
     # Reshape keeps row-major order: flatten the output index, then unflatten it in the input's shape.
-    if tuple(in_shape) == tuple(out_shape):
+    if same_shape(in_shape, out_shape):
         return index
-    out_strides = _contiguous_strides(out_shape)
+    out_strides = contiguous_strides(out_shape)
     terms = [
         f"{i} * {sink.int_param(f'{name}_out_stride{d}', s)}"
         for d, (i, s) in enumerate(zip(index, out_strides, strict=True))
@@ -51,10 +56,10 @@ def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
     if not terms:
         return tuple("0" for _ in in_shape)
     flat = sink.index_temp(" + ".join(terms))
-    in_strides = _contiguous_strides(in_shape)
+    in_strides = contiguous_strides(in_shape)
     result = []
     for d, size in enumerate(in_shape):
-        if size == 1:
+        if same(size, 1):
             result.append("0")
             continue
         quotient = f"{flat} // {sink.int_param(f'{name}_in_stride{d}', in_strides[d])}"
@@ -75,8 +80,8 @@ def _permute(index: Index, dims: Sequence[int]) -> Index:
 
 def _squeeze(index: Index, in_shape: Sequence[int], dims: Sequence[int] | None) -> Index:
     rank = len(in_shape)
-    removed = {d for d in range(rank) if in_shape[d] == 1} if dims is None else {_dim(d, rank) for d in dims}
-    removed = {d for d in removed if in_shape[d] == 1}
+    removed = set(range(rank)) if dims is None else {_dim(d, rank) for d in dims}
+    removed = {d for d in removed if same(in_shape[d], 1)}
     out = iter(index)
     return tuple("0" if d in removed else next(out) for d in range(rank))
 
@@ -108,7 +113,7 @@ def source_index(
         dim = _dim(args["dim"], len(in_shape))
         size = in_shape[dim]
         start = args["start"] or 0
-        start = min(max(start + size if start < 0 else start, 0), size)
+        start = torch.sym_min(torch.sym_max(start + size if start < 0 else start, 0), size)
         step = args["step"]
         strided = index[dim] if step == 1 else f"{index[dim]} * {step}"
         moved = sink.index_temp(f"{sink.int_param(f'{name}_start', start)} + {strided}")

@@ -57,7 +57,7 @@ def test_counters_count_launches_compiles_and_extern_calls(device):
 
 
 def test_kernels_are_reused_across_sizes_of_the_same_structure(device):
-    # dynamic=False: each size is its own graph (symbolic sizes are not lowered yet, they run eager).
+    # dynamic=False: each size is its own graph; the kernels' source is the same.
     compiled = fuser.compile(ten_op_chain, dynamic=False, strict=True)
     for rows, cols in [(7, 5), (33, 9), (129, 65)]:
         x = torch.randn(rows, cols, device=device)
@@ -101,3 +101,27 @@ def test_a_view_of_an_input_feeding_a_matmul_stays_an_alias_not_a_copy_kernel(de
     report = fuser.explain(program, x, w)
     assert report.num_kernels == 0
     torch.testing.assert_close(report.result, program(x, w))
+
+
+def test_with_dynamic_shapes_twenty_sizes_compile_one_graph_and_one_kernel(device):
+    def program(x, y):
+        return torch.relu(torch.sin(x) * y + 1.0)[:, 1::2]
+
+    compiled = fuser.compile(program, dynamic=True, strict=True)
+    for rows, cols in [(2 + 7 * i, 4 + 5 * i) for i in range(20)]:
+        x, y = torch.randn(rows, cols, device=device), torch.randn(cols, device=device)
+        torch.testing.assert_close(compiled(x, y), program(x, y))
+    counts = fuser.counters()
+    assert counts["graphs_compiled"] == 1
+    assert counts["kernels_compiled"] == 1
+    assert counts["kernels_launched"] == 20
+    assert counts["fallbacks"] == 0
+
+
+def test_a_size_change_under_default_automatic_dynamic_shapes_still_fuses(device):
+    compiled = torch.compile(ten_op_chain, backend="fuser")
+    for rows in (5, 9, 17):
+        x = torch.randn(rows, 6, device=device)
+        torch.testing.assert_close(compiled(x), ten_op_chain(x))
+    assert fuser.counters()["kernels_launched"] == 3
+    assert fuser.counters()["extern_calls"] == 0
