@@ -84,7 +84,7 @@ def _frees(
 def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: Options) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = graph_module.graph
-    plan = partition(graph)
+    plan = partition(graph, fuse=options.fuse)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")

@@ -49,8 +49,10 @@ class ExplainReport:
         return "\n".join(lines)
 
 
-def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainReport:
-    """Compile `fn` with the fuser, call it once on `args`, and report every graph it compiled."""
+def explain(
+    fn: Callable, *args: Any, fuser_options: dict[str, Any] | None = None, **kwargs: Any
+) -> ExplainReport:
+    """Compile `fn` with the fuser (and `fuser_options`), call it once, and report every graph it compiled."""
     from fuser.backend import fuser_backend
 
     collected: list[GraphReport] = []
@@ -58,7 +60,7 @@ def explain(fn: Callable, *args: Any, **kwargs: Any) -> ExplainReport:
     try:
         # A fresh backend object: Dynamo compiles anew rather than reusing another backend's graphs.
         def backend(graph_module, example_inputs):
-            return fuser_backend(graph_module, example_inputs)
+            return fuser_backend(graph_module, example_inputs, options=fuser_options)
 
         result = torch.compile(fn, backend=backend)(*args, **kwargs)
     finally:

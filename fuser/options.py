@@ -22,6 +22,9 @@ class Options:
     strict: bool = False
     # Show the fuser's log (eager fallbacks and their reasons) on stderr; also FUSER_LOG=1.
     log: bool = False
+    # False gives every lowered op a kernel of its own: the unfused baseline that perf and quality
+    # tests compare fusion against.
+    fuse: bool = True
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -35,7 +38,7 @@ class Options:
         for name, value in options.items():
             if not isinstance(value, bool):
                 raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")
-        defaults = {"strict": _env_flag("FUSER_STRICT"), "log": _env_flag("FUSER_LOG")}
+        defaults = {"strict": _env_flag("FUSER_STRICT"), "log": _env_flag("FUSER_LOG"), "fuse": True}
         chosen = cls(**(defaults | options))
         if chosen.log:
             show_log()

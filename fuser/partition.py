@@ -136,13 +136,13 @@ def _reaches(starts: set[fx.Node], targets: set[fx.Node]) -> bool:
     return False
 
 
-def _group(graph: fx.Graph, fusible: set, materialized: set) -> list[Kernel]:
+def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> list[Kernel]:
     kernels: list[Kernel] = []
     for node in graph.nodes:
         if node not in materialized:
             continue
         value = meta(node)
-        for kernel in kernels:
+        for kernel in kernels if share else ():
             if not same_shape(kernel.shape, value.shape) or kernel.device != value.device:
                 continue
             _, leaves = _cone(node, set(kernel.members), fusible, materialized)
@@ -201,10 +201,12 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
     return scheduled
 
 
-def partition(graph: fx.Graph) -> Plan:
-    """Split `graph` into kernels and eager calls."""
+def partition(graph: fx.Graph, fuse: bool = True) -> Plan:
+    """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel."""
     fallbacks: list[tuple[fx.Node, str]] = []
     fusible = _fusible_nodes(graph, fallbacks)
-    materialized = _settle_views(graph, fusible)
-    kernels = _group(graph, fusible, materialized)
+    if not fuse:
+        fusible = {n for n in fusible if not _is_view(n)}
+    materialized = _settle_views(graph, fusible) if fuse else set(fusible)
+    kernels = _group(graph, fusible, materialized, share=fuse)
     return Plan(_schedule(graph, kernels, fusible), fallbacks)

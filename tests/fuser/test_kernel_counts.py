@@ -125,3 +125,11 @@ def test_a_size_change_under_default_automatic_dynamic_shapes_still_fuses(device
         torch.testing.assert_close(compiled(x), ten_op_chain(x))
     assert fuser.counters()["kernels_launched"] == 3
     assert fuser.counters()["extern_calls"] == 0
+
+
+def test_fuse_false_gives_every_op_its_own_kernel(device):
+    x = torch.randn(17, 5, device=device)
+    report = fuser.explain(ten_op_chain, x, fuser_options={"fuse": False})
+    assert report.num_kernels == 10
+    assert fuser.counters()["kernels_launched"] == 10
+    torch.testing.assert_close(report.result, ten_op_chain(x))
