@@ -12,19 +12,59 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified
 
 from fuser.compiler import compile_graph
-from fuser.ops import lowered_overloads
+from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
+from fuser.reductions import REDUCTION_BY_OVERLOAD
+
+aten = torch.ops.aten
+
+# Composite ops that reach the fuser as their parts: normalizations and softmax become reductions plus
+# pointwise ops, and their backward ops likewise, so one row kernel can hold each of them.
+COMPOSITES = [
+    aten._softmax,
+    aten._log_softmax,
+    aten._softmax_backward_data,
+    aten._log_softmax_backward_data,
+    aten.native_layer_norm,
+    aten.native_layer_norm_backward,
+    aten.native_group_norm,
+    aten._fused_rms_norm,
+    aten.gelu_backward,
+    aten.silu_backward,
+    aten.sigmoid_backward,
+    aten.tanh_backward,
+    aten.threshold_backward,
+    aten.var_mean.correction,
+    aten.var.correction,
+    aten.std.correction,
+    aten.mean.dim,
+    aten.mean.default,
+    aten.logsumexp,
+    aten.linalg_vector_norm,
+]
+
+
+def _max_dim(x: torch.Tensor, dim: int, keepdim: bool = False):
+    # Values and indices are two reductions of one row: amax (nan-propagating) and argmax (first index).
+    return aten.amax.default(x, [dim], keepdim), aten.argmax.default(x, dim, keepdim)
+
+
+def _min_dim(x: torch.Tensor, dim: int, keepdim: bool = False):
+    return aten.amin.default(x, [dim], keepdim), aten.argmin.default(x, dim, keepdim)
 
 
 @functools.cache
 def decomposition_table() -> dict:
-    """Core aten decompositions, minus those of ops the fuser lowers whole (silu stays one node)."""
-    lowered = lowered_overloads()
-    return {op: fn for op, fn in core_aten_decompositions().items() if op not in lowered}
+    """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole."""
+    lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD}
+    table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
+    table[aten.max.dim] = _max_dim
+    table[aten.min.dim] = _min_dim
+    return {op: fn for op, fn in table.items() if op not in lowered}
 
 
 def fuser_backend(

@@ -24,6 +24,7 @@ from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result
 from fuser.partition import Kernel
+from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
 from fuser.views import Index, broadcast_index, contiguous_strides, source_index
 
@@ -48,9 +49,10 @@ class KernelSource:
     cache_key: str  # hash of the source without its header comment: equal kernels share a compile
     params: tuple[tuple[str, Arg], ...]
     covers: tuple[str, ...]  # the aten nodes the kernel computes, as "name = aten.op(args)"
-    flat_inputs: tuple[
-        fx.Node, ...
-    ]  # inputs read at the flat offset: the launcher checks they are contiguous
+    # Inputs read at the flat offset: the launcher checks that they are contiguous.
+    flat_inputs: tuple[fx.Node, ...]
+    kind: str = "pointwise"  # "pointwise", or a row kernel: "persistent" (a row per block) or "looped"
+    contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
 
 
 def _is_dense(shape, strides) -> bool:
@@ -102,7 +104,7 @@ def _constant(value: Any, dtype: torch.dtype) -> str:
     return f"tl.full([], {literal or int(cast)}, {triton_name(value_dtype(dtype))})"
 
 
-def _live(lines: list[str], uses: list[str]) -> list[str]:
+def live_lines(lines: list[str], uses: list[str]) -> list[str]:
     """The assignments among `lines` that `uses` (or a kept line) read: unused index math is dropped."""
     kept, text = [], "\n".join(uses)
     for line in reversed(lines):
@@ -113,7 +115,14 @@ def _live(lines: list[str], uses: list[str]) -> list[str]:
     return kept[::-1]
 
 
-class _Builder:
+class Builder:
+    """What every kernel kind shares: parameters, loads, values, views, casts and pointwise ops.
+
+    Each temporary has a *level*: 0 for a scalar, 1 for a value per row (row kernels), 2 for a value
+    per element. The level picks the mask of a load or store and, in looped row kernels, which
+    temporaries live only inside a loop.
+    """
+
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.rank = len(kernel.shape)
@@ -125,7 +134,7 @@ class _Builder:
         self.flat_inputs: list[fx.Node] = []
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
-        self.block_names = {"offset", *(f"i{d}" for d in range(self.rank))}
+        self.levels: dict[str, int] = {}
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -137,16 +146,21 @@ class _Builder:
         self.params.setdefault(hint, Arg("int", value=value))
         return hint
 
-    def index_temp(self, expr: str) -> str:
-        name = self.fresh("idx")
+    def emit(self, stem: str, expr: str) -> str:
+        name = self.fresh(stem)
         self.body.append(f"{name} = {expr}")
-        if self.is_block(expr):
-            self.block_names.add(name)
+        self.levels[name] = self.level(expr)
         return name
 
-    def is_block(self, expr: str) -> bool:
-        """Whether `expr` varies across the block (it reads the offset): a scalar address needs no mask."""
-        return any(token in self.block_names for token in re.findall(r"[A-Za-z_]\w*", expr))
+    def index_temp(self, expr: str) -> str:
+        return self.emit("idx", expr)
+
+    def level(self, expr: str) -> int:
+        """The level of an expression: the highest level of the names it reads."""
+        return max((self.levels.get(token, 0) for token in re.findall(r"[A-Za-z_]\w*", expr)), default=0)
+
+    def mask_for(self, level: int) -> str:
+        return ", mask=mask" if level > 0 else ""
 
     def domain_index(self) -> Index:
         """One index per output dimension (size-1 dimensions read index 0)."""
@@ -200,13 +214,9 @@ class _Builder:
         address = self.address(
             pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
         )
-        masked = flat or self.is_block(address)
-        name = self.fresh(f"{stem}_") if any(k[0] is node for k in self.values) else stem
         held = value_dtype(value.dtype)
         widen = f".to({triton_name(held)})" if held != value.dtype else ""
-        mask = ", mask=mask" if masked else ""
-        self.body.append(f"{name} = tl.load({address}{mask}){widen}")
-        return name, held
+        return self.emit(f"{stem}_", f"tl.load({address}{self.mask_for(self.level(address))}){widen}"), held
 
     def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
@@ -214,6 +224,8 @@ class _Builder:
         if key not in self.values:
             if node not in self.computed:
                 self.values[key] = self.load(node, index)
+            elif is_reduction(node):
+                self.values[key] = self.reduction(node, index)
             elif node.target in VIEW_BY_OVERLOAD:
                 self.values[key] = self.view(node, index)
             else:
@@ -274,28 +286,47 @@ class _Builder:
             expr = self.cast(expr, torch.bool, held)
         else:
             expr = self.cast(expr, arithmetic_dtype(out.dtype), held)
-        name = self.fresh(op.name)
-        self.body.append(f"{name} = {expr}")
-        return name, held
+        return self.emit(op.name, expr), held
+
+    def reduction(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        raise NotImplementedError(f"{node.target} is a reduction; only a row kernel computes it")
+
+    def ordered_params(self) -> list[str]:
+        rank = {"tensor": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
+        return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
+
+    def output_address(self, position: int, node: fx.Node, index: Index | None) -> str:
+        """Register output `position` and return the address of `index` in it (None: flat)."""
+        pointer = f"out{position}_ptr"
+        self.params[pointer] = Arg("output", node=node, index=position)
+        stride_arg = lambda d: Arg("output_stride", index=position, value=d)  # noqa: E731
+        return self.address(pointer, index, meta(node).shape, stride_arg)
+
+
+class PointwiseBuilder(Builder):
+    """A kernel over one shape, walked in flat blocks of BLOCK elements."""
+
+    def __init__(self, kernel: Kernel):
+        super().__init__(kernel)
+        self.levels.update({"offset": 2, **{f"i{d}": 2 for d in range(self.rank)}})
 
     # --- the kernel ---
     def store(self, position: int, node: fx.Node) -> None:
         value = meta(node)
-        pointer = f"out{position}_ptr"
-        self.params[pointer] = Arg("output", node=node, index=position)
         index = self.domain_index()
         name, held = self.value(node, index)
-        strides = output_strides(value)
-        flat = self._is_flat(node, index, strides)
-        stride_arg = lambda d: Arg("output_stride", index=position, value=d)  # noqa: E731
-        address = self.address(pointer, None if flat else index, value.shape, stride_arg)
-        stored = self.cast(name, held, value.dtype)
-        self.body.append(f"tl.store({address}, {stored}, mask=mask)")
+        flat = self._is_flat(node, index, output_strides(value))
+        address = self.output_address(position, node, None if flat else index)
+        self.body.append(f"tl.store({address}, {self.cast(name, held, value.dtype)}, mask=mask)")
 
     def source(self, name: str) -> str:
         for position, member in enumerate(self.kernel.members):
             self.store(position, member)
-        index_lines = _live(self.domain_index_lines(), self.body)
+        numel = 1
+        for size in self.kernel.shape:
+            numel = numel * size
+        self.int_param("numel", numel)
+        index_lines = live_lines(self.domain_index_lines(), self.body)
         for d, size in enumerate(self.kernel.shape):
             if any(re.search(rf"\bsize{d}\b", line) for line in index_lines):
                 self.int_param(f"size{d}", size)
@@ -308,12 +339,13 @@ class _Builder:
             *index_lines,
             *self.body,
         ]
-        signature = ", ".join([*params, "numel", "BLOCK: tl.constexpr"])
-        return f"@triton.jit\ndef {name}({signature}):\n" + textwrap.indent("\n".join(lines), "    ") + "\n"
+        return function(name, [*params, "BLOCK: tl.constexpr"], lines)
 
-    def ordered_params(self) -> list[str]:
-        rank = {"tensor": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
-        return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
+
+def function(name: str, params: list[str], lines: list[str]) -> str:
+    return (
+        f"@triton.jit\ndef {name}({', '.join(params)}):\n" + textwrap.indent("\n".join(lines), "    ") + "\n"
+    )
 
 
 PRELUDE = """\
@@ -328,21 +360,22 @@ from fuser import kernel_lib as lib
 def kernel_name(kernel: Kernel) -> str:
     ops = []
     for node in kernel.computed:
-        if node.target in POINTWISE_BY_OVERLOAD:
-            name = POINTWISE_BY_OVERLOAD[node.target].name
-            if name not in ops:
-                ops.append(name)
+        op = POINTWISE_BY_OVERLOAD.get(node.target) or REDUCTION_BY_OVERLOAD.get(node.target)
+        if op is not None and op.name not in ops:
+            ops.append(op.name)
     return "fused_" + "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
 
 
-def generate(kernel: Kernel) -> KernelSource:
-    builder = _Builder(kernel)
+def package(builder: Builder, kind: str, contiguous_rows: bool = False) -> KernelSource:
+    """Write `builder`'s kernel with a header naming the aten nodes it covers."""
+    kernel = builder.kernel
     name = kernel_name(kernel)
     body = builder.source(name)
     covers = tuple(_describe(n) for n in kernel.computed)
+    what = f"{kind} kernel" if kind != "pointwise" else "kernel"
     header = "\n".join(
         [
-            f"# {name}: {len(kernel.members)} output(s) of shape {list(kernel.shape)}, "
+            f"# {name}: {what} with {len(kernel.members)} output(s) over shape {list(kernel.shape)}, "
             f"{'int64' if builder.int64 else 'int32'} indexing",
             "# covers:",
             *(f"#   {line}" for line in covers),
@@ -356,4 +389,6 @@ def generate(kernel: Kernel) -> KernelSource:
         params=tuple((p, builder.params[p]) for p in params),
         covers=covers,
         flat_inputs=tuple(builder.flat_inputs),
+        kind=kind,
+        contiguous_rows=contiguous_rows,
     )

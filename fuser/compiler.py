@@ -11,9 +11,10 @@ import torch
 from torch import fx
 
 from fuser import metrics
-from fuser.codegen import KernelSource, generate
+from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, partition
+from fuser.row_codegen import RowBuilder, contiguous_rows
 from fuser.runtime import CompiledGraph, EagerStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
@@ -81,6 +82,15 @@ def _frees(
     return frees
 
 
+def generate(kernel: Kernel) -> list[KernelSource]:
+    """The kernel's variants: one for a pointwise kernel; persistent and looped for a row kernel."""
+    if kernel.space is None:
+        return [package(PointwiseBuilder(kernel), "pointwise")]
+    inner = contiguous_rows(kernel)
+    variants = ((True, "persistent"), (False, "looped"))
+    return [package(RowBuilder(kernel, persistent), kind, inner) for persistent, kind in variants]
+
+
 def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: Options) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = graph_module.graph
@@ -109,7 +119,7 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
         try:
-            source = generate(step)
+            variants = generate(step)
         except Exception as error:
             if options.strict:
                 raise
@@ -123,8 +133,9 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
             steps.append(fallback)
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
-        sources.append(source)
-        steps.append(KernelStep(source, step, slots, fallback, options.strict, binder.symbols))
+        kernel_step = KernelStep(variants, step, slots, fallback, options.strict, binder.symbols)
+        sources.append(kernel_step.source_for(tuple(binder.hints)))
+        steps.append(kernel_step)
         reads.append(step.leaves)
     (output,) = [n for n in graph.nodes if n.op == "output"]
     frees = _frees(steps, reads, set(output.all_input_nodes), slots)

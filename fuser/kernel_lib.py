@@ -3,6 +3,9 @@
 Generated kernels call these as `lib.<name>(...)`. On a GPU they run as `@triton.jit` functions; under
 Triton's interpreter `fuser.runtime` rebinds `libdevice` in a copy of this module to NumPy equivalents.
 Each helper matches ATen's CPU/CUDA kernels, including the signs of zeros and nan behaviour.
+
+Helpers use only builtins: `tl.zeros_like` and other `@triton.jit` functions of triton.language cannot
+be called from the interpreter's plain-function copies of these helpers.
 """
 
 import triton
@@ -37,7 +40,7 @@ def floor_divide_float(a, b):
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     floordiv = libdevice.floor(div)
     floordiv = tl.where(div - floordiv > 0.5, floordiv + 1.0, floordiv)
-    floordiv = tl.where(div == 0, libdevice.copysign(tl.zeros_like(div), a / b), floordiv)
+    floordiv = tl.where(div == 0, libdevice.copysign(tl.full(div.shape, 0.0, div.dtype), a / b), floordiv)
     return tl.where(b == 0, a / b, floordiv)
 
 
@@ -53,10 +56,8 @@ def signbit(x):
 
 @triton.jit
 def sign_float(x):
-    # sign(nan) is nan and sign(+-0) is 0, as in ATen.
-    one = tl.full(x.shape, 1.0, x.dtype)
-    s = tl.where(x > 0, one, tl.where(x < 0, -one, tl.zeros_like(x)))
-    return tl.where(x != x, x, s)
+    # ATen's (0 < x) - (x < 0): sign(+-0) is +0 and sign(nan) is 0.
+    return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
 
 
 @triton.jit
@@ -66,6 +67,7 @@ def sign_int(x):
 
 @triton.jit
 def logaddexp(a, b):
+    a, b = tl.broadcast(a, b)  # a 0-d operand's comparisons are combined with a block's below
     m = tl.maximum(a, b)
     # Equal infinities would give inf - inf = nan; ATen returns the infinity itself.
     same_inf = (a == b) & (libdevice.fabs(a) == float("inf"))
@@ -74,5 +76,111 @@ def logaddexp(a, b):
 
 @triton.jit
 def xlogy(x, y):
-    r = tl.where(x == 0, tl.zeros_like(x), x * libdevice.log(y))
+    r = tl.where(x == 0, tl.full(x.shape, 0.0, x.dtype), x * libdevice.log(y))
     return tl.where(y != y, y, r)
+
+
+@triton.jit
+def round_to_bf16(x):
+    # float32 rounded to nearest-even at bfloat16's precision, still as float32 (so any later
+    # conversion to bfloat16 is exact, whatever rounding it does). Overflow rounds to inf, as in c10.
+    bits = x.to(tl.int32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
+    return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def pow_int(a, b):
+    # ATen's powi: exponentiation by squaring, wrapping on overflow; a negative exponent gives 1 for a
+    # base of 1, +-1 for -1 and 0 otherwise.
+    a, b = tl.broadcast(a, b)
+    result = tl.full(a.shape, 1, a.dtype)
+    base = a
+    e = b
+    for _ in tl.static_range(63):
+        result = tl.where((e & 1) != 0, result * base, result)
+        base = base * base
+        e = e >> 1
+    one = tl.full(a.shape, 1, a.dtype)
+    negative = tl.where(a == 1, one, tl.where(a == -1, tl.where((b & 1) != 0, -one, one), one - one))
+    return tl.where(b < 0, negative, result)
+
+
+@triton.jit
+def _step_half_bits(x, y, bits):
+    # One step of nextafter on the bits of a 16-bit float: away from zero when y lies beyond x,
+    # else toward it; from zero, to the smallest subnormal with y's sign (0x0001 or 0x8001).
+    step = tl.where((y > x) == (x > 0), 1, -1).to(tl.int16)
+    smallest = tl.where(y > 0, 1, -32767).to(tl.int16)
+    return tl.where(x == 0, smallest, bits + step)
+
+
+@triton.jit
+def nextafter_fp16(x, y):
+    # x and y are float16 values held in float32.
+    x, y = tl.broadcast(x, y)
+    bits = _step_half_bits(x, y, x.to(tl.float16).to(tl.int16, bitcast=True))
+    stepped = bits.to(tl.float16, bitcast=True).to(tl.float32)
+    return tl.where((x != x) | (y != y), x + y, tl.where(x == y, y, stepped))
+
+
+@triton.jit
+def nextafter_bf16(x, y):
+    # x and y are bfloat16 values held in float32: a bfloat16 is the top half of a float32's bits.
+    x, y = tl.broadcast(x, y)
+    top = (x.to(tl.int32, bitcast=True) >> 16).to(tl.int16)
+    bits = _step_half_bits(x, y, top).to(tl.int32) << 16
+    stepped = bits.to(tl.float32, bitcast=True)
+    return tl.where((x != x) | (y != y), x + y, tl.where(x == y, y, stepped))
+
+
+# --- combine functions for reductions (tl.reduce) ---
+
+
+@triton.jit
+def multiply(a, b):
+    return a * b
+
+
+@triton.jit
+def maximum_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def minimum_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def argmax_combine(a, a_index, b, b_index):
+    # The larger value wins; nan beats everything; ties (equal values, or two nans) go to the first index.
+    a_nan = a != a
+    b_nan = b != b
+    tie = ((a == b) | (a_nan & b_nan)) & (a_index < b_index)
+    pick_a = (a > b) | (a_nan & ~b_nan) | tie
+    return tl.where(pick_a, a, b), tl.where(pick_a, a_index, b_index)
+
+
+@triton.jit
+def argmin_combine(a, a_index, b, b_index):
+    a_nan = a != a
+    b_nan = b != b
+    tie = ((a == b) | (a_nan & b_nan)) & (a_index < b_index)
+    pick_a = (a < b) | (a_nan & ~b_nan) | tie
+    return tl.where(pick_a, a, b), tl.where(pick_a, a_index, b_index)
+
+
+@triton.jit
+def add(a, b):
+    return a + b
+
+
+@triton.jit
+def maximum(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def minimum(a, b):
+    return tl.minimum(a, b)

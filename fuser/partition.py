@@ -5,6 +5,12 @@ that a kernel may inline. A node is *materialized* (stored to memory by some ker
 something that cannot inline it needs it: an eager call, or the graph's output. Materialized nodes of
 one shape share a kernel unless that would create a cycle through an eager call. Views of graph inputs,
 of eager results or of materialized values stay eager aliases: they cost nothing and copy nothing.
+
+A reduction is inlined too, but only into a row kernel of its own space (`fuser.reductions.Space`):
+the kernel that computes values of the reduction's input shape, or one value per row. So a softmax,
+a layer norm or add + layer norm is one kernel: its reductions are computed in the kernel and its
+full-shape result is the stored member. A reduction whose consumer lives in another space is
+materialized and loaded from memory.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from torch import fx
 from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
+from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
 from fuser.shapes import same_shape
 
 log = logging.getLogger("fuser")
@@ -31,6 +38,7 @@ class Kernel:
     members: list[fx.Node]
     shape: tuple[int, ...]
     device: torch.device
+    space: Space | None = None  # set for a row kernel (one holding reductions)
     computed: list[fx.Node] = field(default_factory=list)  # members and inlined nodes, topological order
     leaves: list[fx.Node] = field(default_factory=list)  # loaded values, in graph order
 
@@ -48,7 +56,11 @@ def _tensor_args(node: fx.Node) -> list[torch.Tensor]:
 def lowering_obstacle(node: fx.Node) -> str | None:
     """Why `node` cannot go in a kernel, or None if it can."""
     target = node.target
-    if target not in POINTWISE_BY_OVERLOAD and target not in VIEW_BY_OVERLOAD:
+    if (
+        target not in POINTWISE_BY_OVERLOAD
+        and target not in VIEW_BY_OVERLOAD
+        and target not in REDUCTION_BY_OVERLOAD
+    ):
         return "no lowering in the op table"
     out = meta(node)
     if not isinstance(out, torch.Tensor):
@@ -136,21 +148,68 @@ def _reaches(starts: set[fx.Node], targets: set[fx.Node]) -> bool:
     return False
 
 
+def _settle_reductions(graph: fx.Graph, fusible: set, materialized: set) -> None:
+    """Materialize every reduction that a consumer in another space would otherwise inline.
+
+    A materialized node's kernel works in one space: that of the first reduction in its cone whose
+    space can compute the node's shape. Reductions of any other space in the cone are materialized
+    (stored by their own kernel and loaded). Repeats until nothing changes.
+    """
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    changed = True
+    while changed:
+        changed = False
+        for node in sorted(materialized, key=order.__getitem__):
+            inner, _ = _cone(node, set(), fusible, materialized)
+            space = space_of(node) if is_reduction(node) else None
+            for reduction in sorted((n for n in inner if is_reduction(n)), key=order.__getitem__):
+                candidate = space_of(reduction)
+                if space is None and candidate.accepts(meta(node).shape):
+                    space = candidate
+                elif not candidate.same_as(space):
+                    materialized.add(reduction)
+                    changed = True
+            if changed:
+                break
+
+
+def _space_of_member(node: fx.Node, fusible: set, materialized: set) -> Space | None:
+    if is_reduction(node):
+        return space_of(node)
+    inner, _ = _cone(node, set(), fusible, materialized)
+    return next((space_of(n) for n in inner if is_reduction(n)), None)
+
+
+def _fits(kernel: Kernel, space: Space | None, shape) -> bool:
+    """Whether a node of `shape` (whose cone reduces in `space`, if any) can join `kernel`."""
+    if kernel.space is not None and space is not None:
+        return kernel.space.same_as(space)
+    if kernel.space is not None:
+        return kernel.space.accepts(shape)
+    if space is not None:
+        return all(space.accepts(meta(m).shape) for m in kernel.members)
+    return same_shape(kernel.shape, shape)
+
+
 def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> list[Kernel]:
     kernels: list[Kernel] = []
     for node in graph.nodes:
         if node not in materialized:
             continue
         value = meta(node)
+        space = _space_of_member(node, fusible, materialized)
         for kernel in kernels if share else ():
-            if not same_shape(kernel.shape, value.shape) or kernel.device != value.device:
+            if kernel.device != value.device or not _fits(kernel, space, value.shape):
                 continue
             _, leaves = _cone(node, set(kernel.members), fusible, materialized)
             if not _reaches(leaves, set(kernel.members)):
                 kernel.members.append(node)
+                if space is not None and kernel.space is None:
+                    kernel.space, kernel.shape = space, space.shape
                 break
         else:
-            kernels.append(Kernel([node], tuple(value.shape), value.device))
+            shape = space.shape if space is not None else tuple(value.shape)
+            kernels.append(Kernel([node], shape, value.device, space))
     order = {node: i for i, node in enumerate(graph.nodes)}
     for kernel in kernels:
         members = set(kernel.members)
@@ -208,5 +267,6 @@ def partition(graph: fx.Graph, fuse: bool = True) -> Plan:
     if not fuse:
         fusible = {n for n in fusible if not _is_view(n)}
     materialized = _settle_views(graph, fusible) if fuse else set(fusible)
+    _settle_reductions(graph, fusible, materialized)
     kernels = _group(graph, fusible, materialized, share=fuse)
     return Plan(_schedule(graph, kernels, fusible), fallbacks)

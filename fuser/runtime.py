@@ -31,7 +31,12 @@ from fuser.shapes import SizeBinder, concrete
 
 log = logging.getLogger("fuser")
 
-GPU_BLOCK, GPU_WARPS = 1024, 4
+# Launch configurations. Module constants, so a benchmark can sweep them.
+GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
+GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
+GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
+GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
+GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 
@@ -48,6 +53,16 @@ def _load_module(path: Path) -> types.ModuleType:
     return module
 
 
+class _PlainFunction:
+    """A helper called directly under the interpreter; `.fn` is what tl.reduce's interpreter calls."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
 @functools.cache
 def _interpreter_lib() -> types.ModuleType:
     """A copy of fuser.kernel_lib whose helpers are plain functions calling NumPy libdevice."""
@@ -57,7 +72,7 @@ def _interpreter_lib() -> types.ModuleType:
     module.libdevice = interpreter_libdevice
     for name, value in vars(module).items():
         if isinstance(value, triton.runtime.JITFunction):
-            setattr(module, name, value.fn)
+            setattr(module, name, _PlainFunction(value.fn))
     return module
 
 
@@ -92,26 +107,59 @@ def clear_kernel_cache() -> None:
     _kernels.clear()
 
 
-def _block(numel: int, interpreted: bool) -> int:
-    if not interpreted:
-        return GPU_BLOCK
-    return min(CPU_MAX_BLOCK, triton.next_power_of_2(max(numel, 1)))
+@dataclass(frozen=True)
+class Config:
+    """Which variant to launch, with which block sizes, grid and warps."""
+
+    variant: int
+    blocks: dict[str, int]
+    grid: int
+    warps: int
+
+
+def _pow2(n: int) -> int:
+    return triton.next_power_of_2(max(n, 1))
+
+
+def choose_config(variants: list[KernelSource], ints: dict[str, int], interpreted: bool) -> Config:
+    """Block sizes from the sizes: a persistent row kernel when a row fits one block, else looped."""
+    if variants[0].kind == "pointwise":
+        numel = ints["numel"]
+        block = min(CPU_MAX_BLOCK, _pow2(numel)) if interpreted else GPU_BLOCK
+        return Config(0, {"BLOCK": block}, triton.cdiv(numel, block), GPU_WARPS)
+    rows, cols = ints["num_rows"], ints["num_cols"]
+    whole_row = _pow2(cols)
+    if interpreted:
+        persistent, rblock = whole_row <= CPU_MAX_BLOCK, CPU_MAX_BLOCK // 4
+        xblock = min(_pow2(rows), max(1, CPU_MAX_BLOCK // (whole_row if persistent else rblock)))
+    elif variants[0].contiguous_rows:
+        persistent, rblock = whole_row <= GPU_PERSISTENT_MAX, GPU_LOOP_RBLOCK
+        xblock = min(_pow2(rows), max(1, GPU_ROW_ELEMENTS // whole_row)) if persistent else 1
+    else:
+        persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
+        xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
+    rblock = whole_row if persistent else rblock
+    warps = min(16, max(4, xblock * rblock // 256))
+    return Config(
+        0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, triton.cdiv(rows, xblock), warps
+    )
 
 
 @dataclass(frozen=True)
 class Launch:
     """A kernel's sizes made concrete for one binding of the graph's symbols."""
 
-    numel: int
     outputs: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, int]]  # shape, strides, dtype, slot
     ints: dict[str, int]  # the kernel's integer arguments by parameter name
+    config: Config
+    empty: bool  # nothing to compute: no rows, or no elements
 
 
 @dataclass
 class KernelStep:
     """A kernel launch: reads env slots, allocates its outputs and writes them to env slots."""
 
-    source: KernelSource
+    variants: list[KernelSource]  # one for a pointwise kernel; persistent and looped for a row kernel
     kernel: Kernel
     slots: dict[fx.Node, int]
     fallback: Callable[[list, tuple], None]  # runs the same nodes eagerly (used when the kernel fails)
@@ -120,17 +168,14 @@ class KernelStep:
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
-        self.flat_inputs = [self.slots[node] for node in self.source.flat_inputs]
+        self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
         self.launches: dict[tuple[int, ...], Launch] = {}
         self.failed = False
 
     def launch(self, key: tuple[int, ...]) -> Launch:
-        """Concrete sizes for this binding of the symbols (computed once per binding)."""
+        """Concrete sizes and launch configuration for this binding of the symbols (cached)."""
         if key not in self.launches:
             binding = dict(zip(self.symbols, key, strict=True))
-            numel = 1
-            for size in self.kernel.shape:
-                numel *= concrete(size, binding)
             outputs = []
             for member in self.kernel.members:
                 value = member.meta["val"]
@@ -138,10 +183,20 @@ class KernelStep:
                 strides = tuple(concrete(s, binding) for s in output_strides(value))
                 outputs.append((shape, strides, value.dtype, self.slots[member]))
             ints = {
-                name: concrete(arg.value, binding) for name, arg in self.source.params if arg.kind == "int"
+                name: concrete(arg.value, binding)
+                for variant in self.variants
+                for name, arg in variant.params
+                if arg.kind == "int"
             }
-            self.launches[key] = Launch(numel, outputs, ints)
+            empty = ints.get("numel", ints.get("num_rows", 1)) == 0
+            self.launches[key] = Launch(
+                outputs, ints, choose_config(self.variants, ints, self.interpreted), empty
+            )
         return self.launches[key]
+
+    def source_for(self, key: tuple[int, ...]) -> KernelSource:
+        """The variant this binding of the symbols launches (what `fuser.explain` shows)."""
+        return self.variants[self.launch(key).config.variant]
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
         if self.failed:
@@ -155,31 +210,31 @@ class KernelStep:
         ]
         for (_, _, _, slot), out in zip(launch.outputs, outputs, strict=True):
             env[slot] = out
-        if launch.numel == 0:
+        if launch.empty:
             return
+        source = self.variants[launch.config.variant]
         for slot in self.flat_inputs:
             if not env[slot].is_contiguous():
                 raise RuntimeError(
-                    f"fuser: kernel {self.source.name} was generated for a contiguous input but got strides "
+                    f"fuser: kernel {source.name} was generated for a contiguous input but got strides "
                     f"{env[slot].stride()}; this is a bug in the fuser's layout tracking"
                 )
-        args = [self._arg(name, arg, env, outputs, launch) for name, arg in self.source.params]
-        block = _block(launch.numel, self.interpreted)
+        args = [self._arg(name, arg, env, outputs, launch) for name, arg in source.params]
+        config = launch.config
         try:
-            kernel = load_kernel(self.source, self.interpreted)
-            grid = (triton.cdiv(launch.numel, block),)
+            kernel = load_kernel(source, self.interpreted)
             if self.interpreted:
                 # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
                 with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                    kernel[grid](*args, launch.numel, BLOCK=block)
+                    kernel[(config.grid,)](*args, **config.blocks)
             else:
-                kernel[grid](*args, launch.numel, BLOCK=block, num_warps=GPU_WARPS)
+                kernel[(config.grid,)](*args, **config.blocks, num_warps=config.warps)
         except Exception as error:
             if self.strict:
                 raise
             log.warning(
                 "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
-                self.source.name,
+                source.name,
                 type(error).__name__,
                 error,
             )

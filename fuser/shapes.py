@@ -41,6 +41,7 @@ class SizeBinder:
 
     def __init__(self, graph: fx.Graph):
         self.sources: list[tuple[sympy.Symbol, int, int | None]] = []
+        self.hints: list[int] = []  # each symbol's value in the example inputs the graph was traced with
         seen: set[sympy.Symbol] = set()
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         candidates = []
@@ -58,6 +59,7 @@ class SizeBinder:
             ):
                 seen.add(value.node.expr)
                 self.sources.append((value.node.expr, position, dim))
+                self.hints.append(int(value.node.hint))
         self.symbols = tuple(symbol for symbol, _, _ in self.sources)
 
     def key(self, args: Sequence[Any]) -> tuple[int, ...]:

@@ -47,6 +47,12 @@ def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
     # Reshape keeps row-major order: flatten the output index, then unflatten it in the input's shape.
     if same_shape(in_shape, out_shape):
         return index
+    in_dims = [d for d, size in enumerate(in_shape) if not same(size, 1)]
+    out_dims = [d for d, size in enumerate(out_shape) if not same(size, 1)]
+    if same_shape([in_shape[d] for d in in_dims], [out_shape[d] for d in out_dims]):
+        # Only size-1 dims come or go (a squeeze or unsqueeze in disguise): no index arithmetic.
+        source = dict(zip(in_dims, (index[d] for d in out_dims), strict=True))
+        return tuple(source.get(d, "0") for d in range(len(in_shape)))
     out_strides = contiguous_strides(out_shape)
     terms = [
         f"{i} * {sink.int_param(f'{name}_out_stride{d}', s)}"

@@ -1,0 +1,306 @@
+"""Write a row kernel: reductions fused with their producers (prologue) and their consumers (epilogue).
+
+A row kernel iterates over `rows` (the kept dims of its space, row-major) and `cols` (the reduced
+dims, row-major) in blocks of XBLOCK × RBLOCK. Every reduction is a phase: it combines its input over
+the columns into one value per row ([XBLOCK, 1]), which later phases and the epilogue read broadcast
+over the row. Two variants come from the same kernel:
+
+- persistent: one block covers a whole row, so every input is loaded once and every phase reuses it;
+- looped: each phase loops over the row in RBLOCK chunks (long rows), re-reading its inputs.
+
+Values of a row (level 1) outlive a loop; values of an element (level 2) live inside one.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import fx
+
+from fuser.codegen import Builder, function, live_lines
+from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
+from fuser.nodes import bind_arguments, meta
+from fuser.ops import NAN_ALL
+from fuser.partition import Kernel
+from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction, reduction_input, space_of
+from fuser.shapes import same, same_shape
+from fuser.views import Index
+
+
+@dataclass(frozen=True)
+class Combine:
+    """How one kind of reduction starts, combines two blocks, and finishes a block along the row."""
+
+    identity: str  # for floats; integers use `int_identity`
+    int_identity: str | int
+    combine: str  # {a}, {b}: two blocks
+    finish: str  # {x}: a block, reduced over axis 1
+    int_combine: str | None = None
+    int_finish: str | None = None
+
+
+KINDS = {
+    "sum": Combine("0", 0, "{a} + {b}", "tl.reduce({x}, 1, lib.add)"),
+    "prod": Combine("1", 1, "{a} * {b}", "tl.reduce({x}, 1, lib.multiply)"),
+    # Floats propagate nan as eager's amax/amin do; integers take the plain max/min.
+    "max": Combine(
+        "-float('inf')",
+        "min",
+        f"tl.maximum({{a}}, {{b}}, {NAN_ALL})",
+        "tl.reduce({x}, 1, lib.maximum_nan)",
+        "tl.maximum({a}, {b})",
+        "tl.reduce({x}, 1, lib.maximum)",
+    ),
+    "min": Combine(
+        "float('inf')",
+        "max",
+        f"tl.minimum({{a}}, {{b}}, {NAN_ALL})",
+        "tl.reduce({x}, 1, lib.minimum_nan)",
+        "tl.minimum({a}, {b})",
+        "tl.reduce({x}, 1, lib.minimum)",
+    ),
+    "any": Combine("0", 0, "tl.maximum({a}, {b})", "tl.reduce({x}, 1, lib.maximum)"),
+    "all": Combine("1", 1, "tl.minimum({a}, {b})", "tl.reduce({x}, 1, lib.minimum)"),
+}
+INT_LIMITS = {
+    torch.bool: (0, 1),
+    torch.int32: (-(2**31), 2**31 - 1),
+    torch.int64: (-(2**63), 2**63 - 1),
+    torch.int16: (-(2**15), 2**15 - 1),
+    torch.int8: (-128, 127),
+    torch.uint8: (0, 255),
+}
+
+
+class RowBuilder(Builder):
+    def __init__(self, kernel: Kernel, persistent: bool):
+        super().__init__(kernel)
+        self.space = kernel.space
+        self.persistent = persistent
+        self.levels.update({"rows": 1, "cols": 2, "col_index": 2, "mask": 2})
+        self.levels.update({f"r{d}": 1 for d in self.space.kept})
+        self.levels.update({f"c{d}": 2 for d in self.space.reduced})
+
+    # --- indices ---
+    def full_index(self) -> Index:
+        shape, kept = self.space.shape, self.space.kept
+        return tuple("0" if same(s, 1) else (f"r{d}" if d in kept else f"c{d}") for d, s in enumerate(shape))
+
+    def row_index(self, shape) -> Index:
+        full = self.full_index()
+        if len(shape) == len(self.space.shape):
+            return tuple(i if d in self.space.kept else "0" for d, i in enumerate(full))
+        return tuple(full[d] for d in self.space.kept)
+
+    def _unflatten(self, flat: str, dims: tuple[int, ...], prefix: str) -> list[str]:
+        """Lines turning a flat row or column number into one index per dim (row-major)."""
+        lines, rest = [], flat
+        live = [d for d in dims if not same(self.space.shape[d], 1)]
+        for position, d in enumerate(reversed(live)):
+            if position == len(live) - 1:
+                lines.append(f"{prefix}{d} = {rest}")
+            else:
+                lines.append(f"{prefix}{d} = {rest} % size{d}")
+                lines.append(f"{prefix}rest{d} = {rest} // size{d}")
+                rest = f"{prefix}rest{d}"
+        return lines
+
+    def mask_for(self, level: int) -> str:
+        return {0: "", 1: ", mask=row_mask", 2: ", mask=mask"}[level]
+
+    @contextmanager
+    def columns(self):
+        """A phase over the columns: a loop in the looped variant; level-2 values die with it."""
+        if self.persistent:
+            yield
+            return
+        outer, self.body = self.body, []
+        yield
+        inner, self.body = self.body, outer
+        header = [
+            "cols = col_start + tl.arange(0, RBLOCK)[None, :]",
+            "mask = row_mask & (cols < num_cols)",
+            *live_lines(self._unflatten("cols", self.space.reduced, "c"), inner),
+        ]
+        self.body.append("for col_start in range(0, num_cols, RBLOCK):")
+        self.body += textwrap.indent("\n".join(header + inner), "    ").split("\n")
+        self.values = {k: v for k, v in self.values.items() if self.levels.get(v[0], 0) < 2}
+
+    # --- reductions ---
+    def reduction(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        if not space_of(node).same_as(self.space):
+            raise NotImplementedError(f"{node.name} reduces in another space than its kernel")
+        if index != self.row_index(meta(node).shape):
+            raise NotImplementedError(f"{node.name} is read at {index}, not at its own row")
+        op = REDUCTION_BY_OVERLOAD[node.target]
+        out = meta(node)
+        source = reduction_input(node)
+        if op.kind == "var":
+            return self.variance(node, source), value_dtype(out.dtype)
+        if op.kind in ("argmax", "argmin"):
+            return self.arg_reduction(op.kind, source), torch.int64
+        accumulate = torch.int32 if op.kind in ("any", "all") else arithmetic_dtype(out.dtype)
+        result = self.reduce(op.kind, source, accumulate)
+        held = value_dtype(out.dtype)
+        return (
+            self.emit(op.kind, self.cast(result, accumulate, held)) if held != accumulate else result
+        ), held
+
+    def _identity(self, kind: str, dtype: torch.dtype) -> str:
+        combine = KINDS[kind]
+        if dtype.is_floating_point:
+            return f"tl.full([XBLOCK, RBLOCK], {combine.identity}, {triton_name(dtype)})"
+        low, high = INT_LIMITS[dtype]
+        literal = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
+        return f"tl.full([XBLOCK, RBLOCK], {literal}, {triton_name(dtype)})"
+
+    def _input(self, source: fx.Node, dtype: torch.dtype, kind: str) -> str:
+        """The reduction's input at the current columns, cast to `dtype`, masked lanes set to identity."""
+        name, held = self.value(source, self.full_index())
+        value = self.cast(name, held, torch.bool) if kind in ("any", "all") else name
+        value = self.cast(value, torch.bool if kind in ("any", "all") else held, dtype)
+        return self.emit("masked", f"tl.where(mask, {value}, {self._identity(kind, dtype)})")
+
+    def reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> str:
+        rule = KINDS[kind]
+        combine, finish = rule.combine, rule.finish
+        if not dtype.is_floating_point:
+            combine, finish = rule.int_combine or combine, rule.int_finish or finish
+        if self.persistent:
+            with self.columns():
+                block = self._input(source, dtype, kind)
+            return self._row(kind, finish.format(x=block) + "[:, None]")
+        accumulator = self.emit("acc", self._identity(kind, dtype))
+        with self.columns():
+            block = self._input(source, dtype, kind)
+            self.body.append(f"{accumulator} = {combine.format(a=accumulator, b=block)}")
+        return self._row(kind, finish.format(x=accumulator) + "[:, None]")
+
+    def _row(self, stem: str, expr: str) -> str:
+        name = self.fresh(stem)
+        self.body.append(f"{name} = {expr}")
+        self.levels[name] = 1
+        return name
+
+    def arg_reduction(self, kind: str, source: fx.Node) -> str:
+        combine = f"lib.{kind}_combine"
+        dtype = arithmetic_dtype(meta(source).dtype)
+        identity = self._identity("max" if kind == "argmax" else "min", dtype)
+
+        def block() -> tuple[str, str]:
+            name, held = self.value(source, self.full_index())
+            values = self.emit("masked", f"tl.where(mask, {self.cast(name, held, dtype)}, {identity})")
+            return values, "col_index"
+
+        if self.persistent:
+            with self.columns():
+                values, indices = block()
+                pair = self._row("pair", f"tl.reduce(({values}, {indices}), 1, {combine})")
+        else:
+            best = self.emit("best", identity)
+            best_index = self.emit("best_index", "tl.full([XBLOCK, RBLOCK], 0, tl.int64)")
+            with self.columns():
+                values, indices = block()
+                self.body.append(
+                    f"{best}, {best_index} = {combine}({best}, {best_index}, {values}, {indices})"
+                )
+            pair = self._row("pair", f"tl.reduce(({best}, {best_index}), 1, {combine})")
+        return self._row(kind, f"{pair}[1][:, None]")
+
+    def variance(self, node: fx.Node, source: fx.Node) -> str:
+        # Two passes (never E[x^2] - E[x]^2): the mean, then the sum of squared deviations from it.
+        dtype = value_dtype(meta(node).dtype)
+        correction = bind_arguments(node)["correction"]
+        correction = 1.0 if correction is None else float(correction)
+        total = self.reduce("sum", source, dtype)
+        mean = self._row("mean", f"{total} / num_cols")
+        if self.persistent:
+            with self.columns():
+                name, held = self.value(source, self.full_index())
+                deviation = self.emit(
+                    "deviation", f"tl.where(mask, {self.cast(name, held, dtype)} - {mean}, 0.0)"
+                )
+                squares = self._row("squares", f"tl.reduce({deviation} * {deviation}, 1, lib.add)[:, None]")
+        else:
+            accumulator = self.emit("acc", f"tl.full([XBLOCK, RBLOCK], 0, {triton_name(dtype)})")
+            with self.columns():
+                name, held = self.value(source, self.full_index())
+                deviation = self.emit(
+                    "deviation", f"tl.where(mask, {self.cast(name, held, dtype)} - {mean}, 0.0)"
+                )
+                self.body.append(f"{accumulator} = {accumulator} + {deviation} * {deviation}")
+            squares = self._row("squares", f"tl.reduce({accumulator}, 1, lib.add)[:, None]")
+        return self._row("var", f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)")
+
+    # --- the kernel ---
+    def source(self, name: str) -> str:
+        for node in self.kernel.computed:
+            if is_reduction(node):
+                self.value(node, self.row_index(meta(node).shape))
+        full = []
+        for position, member in enumerate(self.kernel.members):
+            shape = meta(member).shape
+            if not is_reduction(member) and same_shape(shape, self.space.shape):
+                full.append((position, member))
+                continue
+            index = self.row_index(shape)
+            value, held = self.value(member, index)
+            address = self.output_address(position, member, index)
+            if self.level(address) == 0:
+                address += " + rows * 0"  # one row (a full reduction): store through a row block
+            self.body.append(
+                f"tl.store({address}, {self.cast(value, held, meta(member).dtype)}, mask=row_mask)"
+            )
+        if full:
+            with self.columns():
+                for position, member in full:
+                    value, held = self.value(member, self.full_index())
+                    address = self.output_address(position, member, self.full_index())
+                    stored = self.cast(value, held, meta(member).dtype)
+                    self.body.append(
+                        f"tl.store({address}, {stored}{self.mask_for(max(1, self.level(address)))})"
+                    )
+        return self._function(name)
+
+    def _function(self, name: str) -> str:
+        start = "pid.to(tl.int64) * XBLOCK" if self.int64 else "pid * XBLOCK"
+        prologue = [
+            "pid = tl.program_id(0)",
+            f"rows = {start} + tl.arange(0, XBLOCK)[:, None]",
+            "row_mask = rows < num_rows",
+        ]
+        if self.persistent:
+            prologue += ["cols = tl.arange(0, RBLOCK)[None, :]", "mask = row_mask & (cols < num_cols)"]
+            prologue += live_lines(self._unflatten("cols", self.space.reduced, "c"), self.body)
+        if any("col_index" in line for line in self.body):
+            prologue.append("col_index = tl.broadcast_to(cols, [XBLOCK, RBLOCK]).to(tl.int64)")
+        prologue += live_lines(self._unflatten("rows", self.space.kept, "r"), self.body + prologue)
+        text = "\n".join(prologue + self.body)
+        for d, size in enumerate(self.space.shape):
+            if f"size{d}" in text:
+                self.int_param(f"size{d}", size)
+        rows, cols = 1, 1
+        for d, size in enumerate(self.space.shape):
+            if d in self.space.reduced:
+                cols = cols * size
+            else:
+                rows = rows * size
+        self.int_param("num_rows", rows)
+        self.int_param("num_cols", cols)
+        params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        return function(name, params, prologue + self.body)
+
+
+def contiguous_rows(kernel: Kernel) -> bool:
+    """Whether the reduced dims are innermost in memory for the kernel's full-shape inputs."""
+    space = kernel.space
+    for leaf in kernel.leaves:
+        value = leaf.meta.get("val")
+        if isinstance(value, torch.Tensor) and value.dim() == len(space.shape) and value.dim() > 0:
+            reduced = [value.stride(d) for d in space.reduced if not same(space.shape[d], 1)]
+            kept = [value.stride(d) for d in space.kept if not same(space.shape[d], 1)]
+            return not reduced or not kept or min(reduced) <= min(kept)
+    return True
