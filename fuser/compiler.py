@@ -91,6 +91,9 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     return [package(RowBuilder(kernel, persistent), kind, inner) for persistent, kind in variants]
 
 
+# A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo
+# is compiling: Dynamo must not trace the compiler itself.
+@torch.compiler.disable
 def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: Options) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = graph_module.graph

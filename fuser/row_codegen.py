@@ -65,6 +65,9 @@ KINDS = {
     "any": Combine("0", 0, "tl.maximum({a}, {b})", "tl.reduce({x}, 1, lib.maximum)"),
     "all": Combine("1", 1, "tl.minimum({a}, {b})", "tl.reduce({x}, 1, lib.minimum)"),
 }
+# The flat column number of every lane, for argmax/argmin.
+COL_INDEX = "col_index = tl.broadcast_to(cols, [XBLOCK, RBLOCK]).to(tl.int64)"
+
 INT_LIMITS = {
     torch.bool: (0, 1),
     torch.int32: (-(2**31), 2**31 - 1),
@@ -123,7 +126,7 @@ class RowBuilder(Builder):
         header = [
             "cols = col_start + tl.arange(0, RBLOCK)[None, :]",
             "mask = row_mask & (cols < num_cols)",
-            *live_lines(self._unflatten("cols", self.space.reduced, "c"), inner),
+            *live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], inner),
         ]
         self.body.append("for col_start in range(0, num_cols, RBLOCK):")
         self.body += textwrap.indent("\n".join(header + inner), "    ").split("\n")
@@ -274,9 +277,7 @@ class RowBuilder(Builder):
         ]
         if self.persistent:
             prologue += ["cols = tl.arange(0, RBLOCK)[None, :]", "mask = row_mask & (cols < num_cols)"]
-            prologue += live_lines(self._unflatten("cols", self.space.reduced, "c"), self.body)
-        if any("col_index" in line for line in self.body):
-            prologue.append("col_index = tl.broadcast_to(cols, [XBLOCK, RBLOCK]).to(tl.int64)")
+            prologue += live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], self.body)
         prologue += live_lines(self._unflatten("rows", self.space.kept, "r"), self.body + prologue)
         text = "\n".join(prologue + self.body)
         for d, size in enumerate(self.space.shape):

@@ -302,6 +302,9 @@ class CompiledGraph:
         (output,) = [n for n in graph.nodes if n.op == "output"]
         self.output_spec = output.args[0]
 
+    # Dynamo must not trace the runtime: a compiled function that calls backward() runs these kernels
+    # while its frame evaluation is active.
+    @torch.compiler.disable
     def __call__(self, args: list) -> Any:
         env: list = [None] * len(self.slots)
         key = self.binder.key(args)

@@ -1,0 +1,208 @@
+"""Reductions, softmax and normalizations fused with their neighbours: counts, shapes and numerics."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fuser
+
+
+def explain_and_check(program, *args, **tolerance):
+    report = fuser.explain(program, *args)
+    expected = program(*args)
+    for g, e in zip(_flat(report.result), _flat(expected), strict=True):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        torch.testing.assert_close(g, e, equal_nan=True, **tolerance)
+    return report
+
+
+def _flat(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for item in value for t in _flat(item)]
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b)
+
+
+def add_layer_norm(x, r, w, b):
+    return F.layer_norm(x + r, x.shape[-1:], w, b)
+
+
+def rms_norm(x, w):
+    return F.rms_norm(x, x.shape[-1:], w)
+
+
+@pytest.mark.parametrize(
+    ("name", "program", "shapes"),
+    [
+        ("softmax", softmax, [(37, 45)]),
+        ("layer_norm", layer_norm, [(37, 45), (45,), (45,)]),
+        ("add_layer_norm", add_layer_norm, [(37, 45), (37, 45), (45,), (45,)]),
+        ("rms_norm", rms_norm, [(37, 45), (45,)]),
+        ("log_softmax", lambda x: torch.log_softmax(x, -1), [(37, 45)]),
+    ],
+)
+def test_each_normalization_is_one_kernel(name, program, shapes, device):
+    args = [torch.randn(s, device=device) for s in shapes]
+    report = explain_and_check(program, *args, atol=1e-5, rtol=1e-4)
+    assert report.num_kernels == 1, str(report)
+    assert report.eager_calls == []
+
+
+def test_layer_norm_forward_and_backward_take_at_most_three_kernels(device):
+    x = torch.randn(29, 40, device=device, requires_grad=True)
+    w = torch.randn(40, device=device, requires_grad=True)
+    b = torch.randn(40, device=device, requires_grad=True)
+    compiled = fuser.compile(layer_norm, strict=True)
+    grad = torch.randn(29, 40, device=device)
+    compiled(x, w, b).backward(grad)
+    got = [t.grad.clone() for t in (x, w, b)]
+    launched = fuser.counters()["kernels_launched"]
+    for t in (x, w, b):
+        t.grad = None
+    layer_norm(x, w, b).backward(grad)
+    for g, t in zip(got, (x, w, b), strict=True):
+        torch.testing.assert_close(g, t.grad, atol=1e-4, rtol=1e-4)
+    assert launched <= 3
+    assert fuser.counters()["extern_calls"] == 0
+
+
+def test_a_reduction_feeding_a_matmul_is_one_kernel_and_one_extern_call(device):
+    x, w = torch.randn(33, 20, device=device), torch.randn(20, 7, device=device)
+    report = explain_and_check(lambda x, w: torch.softmax(x, -1) @ w, x, w, atol=1e-5, rtol=1e-4)
+    assert report.num_kernels == 1
+    assert report.eager_calls == ["aten.mm.default"]
+
+
+REDUCTIONS = {
+    "sum": lambda x: x.sum(1),
+    "mean_keepdim": lambda x: x.mean(1, keepdim=True),
+    "prod": lambda x: (x * 0.1 + 1).prod(1),
+    "amax": lambda x: x.amax(1),
+    "amin_two_dims": lambda x: x.amin((0, 2)) if x.dim() == 3 else x.amin(0),
+    "max_values_and_indices": lambda x: x.max(1),
+    "min_keepdim": lambda x: x.min(0, keepdim=True),
+    "argmax": lambda x: x.argmax(1),
+    "argmin_flat": lambda x: x.argmin(),
+    "var_unbiased": lambda x: x.var(1),
+    "std_correction_0": lambda x: x.std(0, correction=0),
+    "var_mean": lambda x: torch.var_mean(x, 1),
+    "logsumexp": lambda x: x.logsumexp(1),
+    "norm": lambda x: torch.linalg.vector_norm(x, dim=1),
+    "any": lambda x: (x > 0.5).any(1),
+    "all": lambda x: (x > -2).all(0),
+}
+SHAPES = {
+    "short_rows": (257, 3),
+    "odd": (37, 45),
+    "one_long_row": (2, 20000),
+    "non_innermost": (64, 5),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_every_reduction_matches_eager_on_every_row_shape(reduction, shape, device):
+    x = torch.randn(SHAPES[shape], device=device)
+    report = explain_and_check(REDUCTIONS[reduction], x, atol=1e-4, rtol=1e-4)
+    assert report.fallbacks == []
+
+
+def test_a_row_of_a_million_elements_uses_the_looped_kernel(device):
+    x = torch.randn(1, 2**20, device=device)
+    report = explain_and_check(softmax, x, atol=1e-6, rtol=1e-4)
+    assert "looped kernel" in report.sources[0]
+
+
+def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
+    x = torch.randn(6, 7, 8, device=device)
+    report = explain_and_check(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
+    assert report.num_kernels == 1
+    assert report.eager_calls == []
+
+
+def test_half_inputs_accumulate_in_fp32(device):
+    x = torch.full((4, 4096), 0.1, device=device, dtype=torch.bfloat16)
+    got = fuser.compile(lambda t: t.sum(1))(x)
+    assert got.dtype == torch.bfloat16
+    # Accumulating in bf16 would stall far below the true sum (~409.6).
+    torch.testing.assert_close(got.float(), x.float().sum(1), rtol=1e-2, atol=0)
+
+
+def test_variance_is_two_pass_and_survives_a_large_mean(device):
+    x = 1e4 + torch.randn(8, 1000, device=device)
+    got = fuser.compile(lambda t: t.var(1))(x)
+    torch.testing.assert_close(got, x.double().var(1).float(), rtol=1e-3, atol=1e-3)
+
+
+def test_max_and_argmax_propagate_nan_and_take_the_first_index_on_ties(device):
+    x = torch.tensor(
+        [[1.0, 3.0, 3.0, 0.0], [float("nan"), 5.0, float("nan"), 1.0], [2.0, 2.0, 2.0, 2.0], [-1.0, float("nan"), 7.0, 7.0]],
+        device=device,
+    )
+    explain_and_check(lambda t: (t.max(1), t.argmin(1), t.amax(0)), x)
+
+
+def test_integer_sums_promote_to_int64_like_eager(device):
+    x = torch.full((3, 70000), 100, dtype=torch.int8, device=device)
+    report = explain_and_check(lambda t: (t.sum(1), t.sum()), x)
+    assert report.result[1].item() == 21_000_000
+
+
+def test_reductions_over_zero_size_dims_give_eagers_identity(device):
+    x = torch.randn(4, 0, device=device)
+    explain_and_check(lambda t: (t.sum(1), t.prod(1), (t > 0).any(1), (t > 0).all(1)), x)
+
+
+def test_out_of_range_reduction_dims_raise_eagers_error(device):
+    x = torch.randn(4, 5, device=device)
+    with pytest.raises(IndexError):
+        x.sum(2)
+    with pytest.raises(Exception, match="out of range"):
+        fuser.compile(lambda t: t.sum(2))(x)
+
+
+def test_reduction_dtype_arguments_are_honoured(device):
+    x = torch.randint(0, 9, (5, 6), dtype=torch.int32, device=device)
+    explain_and_check(lambda t: (t.sum(1, dtype=torch.float64), t.to(torch.float16).mean(0)), x)
+
+
+def test_a_training_step_of_a_small_mlp_with_layer_norm_matches_eager_gradients(device):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(24, 32), torch.nn.LayerNorm(32), torch.nn.GELU(), torch.nn.Linear(32, 8)
+    ).to(device)
+    x, target = torch.randn(16, 24, device=device), torch.randn(16, 8, device=device)
+
+    def step(model, x, target):
+        loss = F.mse_loss(model(x), target)
+        loss.backward()
+        return loss
+
+    compiled_loss = fuser.compile(step, strict=True)(model, x, target)
+    fused_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    eager_loss = step(model, x, target)
+    torch.testing.assert_close(compiled_loss, eager_loss, atol=1e-5, rtol=1e-5)
+    for fused, p in zip(fused_grads, model.parameters(), strict=True):
+        torch.testing.assert_close(fused, p.grad, atol=1e-5, rtol=1e-4)
+    assert fuser.counters()["kernels_launched"] > 0
+
+
+def test_dynamic_softmax_compiles_once_per_layout_class_over_twenty_sizes(device):
+    compiled = fuser.compile(softmax, dynamic=True, strict=True)
+    for rows, cols in [(2 + 5 * i, 3 + 37 * i) for i in range(20)]:
+        x = torch.randn(rows, cols, device=device)
+        torch.testing.assert_close(compiled(x), softmax(x), atol=1e-6, rtol=1e-5)
+    counts = fuser.counters()
+    assert counts["graphs_compiled"] == 1
+    assert counts["kernels_compiled"] == 1  # every size here fits the persistent variant
+    assert counts["kernels_launched"] == 20
