@@ -10,7 +10,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 } 2>&1 | tee "$OUT/env.txt"
-python3 benchmarks/pointwise_chain.py --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -8
+python3 benchmarks/compare.py --json "$OUT/bench.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log" | grep -v Warning
 FUSER_TEST_DEVICE=cuda timeout "${TEST_TIMEOUT:-420}" python3 -m pytest tests -q -n 8 -p no:cacheprovider \
     --junitxml="$OUT/junit.xml" "$@" >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?"
