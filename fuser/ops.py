@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+import numpy as np
 import torch
 
-from fuser.dtypes import is_integral
+from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, is_integral, triton_name
 
 
 class Typing(Enum):
@@ -90,8 +91,150 @@ COMPARE = (("self", Typing.COMMON), ("other", Typing.COMMON))
 LOGICAL = (("self", Typing.BOOL), ("other", Typing.BOOL))
 
 
-def _scaled(alpha, x: str) -> str:
-    return x if alpha in (None, 1) else f"{x} * {alpha!r}"
+def _py(value) -> str:
+    """A Python literal for a number, inf and nan included."""
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return 'float("nan")' if value != value else ('float("inf")' if value > 0 else '-float("inf")')
+    return repr(value)
+
+
+# Renderers run while the backend compiles, under fake tensors: scalar arithmetic here uses NumPy.
+
+
+def _round_to(value: float, dtype: torch.dtype) -> float:
+    """`value` rounded to a floating `dtype` as c10 does: half types through float32."""
+    single = np.float32(value)
+    if dtype == torch.float16:
+        return float(np.float16(single))
+    if dtype == torch.bfloat16 and single == single:
+        bits = int(single.view(np.uint32))
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.uint32(bits).view(np.float32))
+    return float(single) if dtype == torch.float32 else float(value)
+
+
+def _scalar(value, out_dtype: torch.dtype) -> str:
+    """A Scalar attribute (alpha, value) as ATen converts it for the dtype it computes in:
+    `value.to<opmath_t>()` — truncated for integers, nonzero-is-true for bools, fp32 for half types."""
+    arithmetic = arithmetic_dtype(out_dtype)
+    if out_dtype == torch.bool:
+        converted = int(bool(value))
+    elif out_dtype.is_floating_point:
+        converted = float(value)
+    else:
+        bits = torch.iinfo(out_dtype).bits
+        converted = (int(value) + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)  # truncate, then wrap
+    return f"tl.full([], {_py(converted)}, {triton_name(arithmetic)})"
+
+
+def _converted(value: str, out_dtype: torch.dtype) -> str:
+    """A value of its own dtype converted as ATen's value.to<scalar_t>(): != 0 for a bool, truncation for
+    an integer; held in the output's arithmetic dtype."""
+    if out_dtype == torch.bool:
+        return f"(({value}) != 0)"
+    return f"({value}).to({triton_name(arithmetic_dtype(out_dtype))})"
+
+
+def _round_half(x: str, out_dtype: torch.dtype) -> str:
+    """A float32 value rounded to a half `out_dtype` (and held in float32 again)."""
+    if out_dtype == torch.float16:
+        return f"({x}).to(tl.float16).to(tl.float32)"
+    if out_dtype == torch.bfloat16:
+        return f"lib.round_to_bf16({x})"
+    return x
+
+
+def _half_scalar(render: Callable[..., str], position: int) -> Callable[..., str]:
+    """`render` with its operand at `position` rounded to a half output dtype first: ATen reads the
+    Scalar operand of add, sub, rsub, remainder, fmod and pow.Scalar as the tensor's dtype (0.1 is
+    0.0999755859375 for a float16 tensor). A half tensor operand is unchanged by the rounding."""
+
+    def rendered(*operands: str, out_dtype: torch.dtype, **attrs) -> str:
+        operands = list(operands)
+        operands[position] = _round_half(operands[position], out_dtype)
+        return render(*operands, out_dtype=out_dtype, **attrs)
+
+    return rendered
+
+
+def _no_out_dtype(render: Callable[..., str]) -> Callable[..., str]:
+    return lambda *operands, out_dtype, **attrs: render(*operands, **attrs)
+
+
+def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 1) -> str:
+    """`a + sign * alpha * b`, as ATen's add kernel: floats use one fused multiply-add,
+    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan."""
+    if out_dtype.is_floating_point:
+        return f"libdevice.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
+    if alpha == 1 or out_dtype == torch.bool:  # bool: alpha is true or eager rejects it
+        return f"{a} + {b}" if sign > 0 else f"{a} - {b}"
+    return f"{a} + {b} * {_scalar(sign * alpha, out_dtype)}"
+
+
+def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
+    # ATen: self + value * tensor1 * tensor2, left to right; its compiled CPU kernels fuse the last
+    # multiply and the add (so -inf + max * 2 is -inf, not nan), as Triton does on a GPU.
+    scaled = f"({_scalar(value, out_dtype)} * {a})"
+    if out_dtype.is_floating_point:
+        return f"libdevice.fma({scaled}, {b}, {x})"
+    return f"{x} + {scaled} * {b}"
+
+
+def _addcdiv(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
+    # ATen: self + value * tensor1 / tensor2, left to right.
+    return f"{x} + ({_scalar(value, out_dtype)} * {a}) / {b}"
+
+
+def _logit(x: str, eps=None, *, out_dtype: torch.dtype) -> str:
+    if eps is None or eps < 0:  # ATen clamps only for eps >= 0
+        return f"libdevice.log({x} / (1.0 - {x}))"
+    # ATen rounds eps and 1 - eps to the tensor's dtype: for float16, 1 - 1e-6 is 1 (logit(1) = inf).
+    lo = _round_to(eps, out_dtype)
+    hi = _round_to(1.0 - lo, out_dtype)
+    lo, hi = _py(lo), _py(hi)
+    clamped = f"tl.where({x} < {lo}, {lo}, tl.where({x} > {hi}, {hi}, {x}))"  # nan stays nan
+    return f"libdevice.log({clamped} / (1.0 - {clamped}))"
+
+
+def _pow_scalar_exponent(a: str, e: str, *, out_dtype: torch.dtype) -> str:
+    """pow.Tensor_Scalar as ATen's CPU and CUDA kernels: float32, float64 and bfloat16 take an exponent of
+    0.5, -0.5 and -1 as sqrt, rsqrt and reciprocal (so pow(-inf, 0.5) is nan, not C's +inf), and 2, 3, -2
+    as products; float16 calls pow. The half types round the exponent to their own dtype first."""
+    if out_dtype == torch.float16:
+        return f"libdevice.pow({a}, {_round_half(e, out_dtype)})"
+    r = _round_half(e, out_dtype)
+    products = (
+        f"tl.where({r} == 2.0, {a} * {a}, tl.where({r} == 3.0, {a} * {a} * {a}, "
+        f"tl.where({r} == -2.0, 1.0 / ({a} * {a}), libdevice.pow({a}, {r}))))"
+    )
+    return (
+        f"tl.where({e} == 0.5, libdevice.sqrt({a}), tl.where({e} == -0.5, libdevice.rsqrt({a}), "
+        f"tl.where({e} == -1.0, 1.0 / {a}, {products})))"
+    )
+
+
+def _nextafter(a: str, b: str, *, out_dtype: torch.dtype) -> str:
+    # Half types step to the neighbouring half value, which fp32 arithmetic cannot see.
+    if out_dtype == torch.float16:
+        return f"lib.nextafter_fp16({a}, {b})"
+    if out_dtype == torch.bfloat16:
+        return f"lib.nextafter_bf16({a}, {b})"
+    return f"libdevice.nextafter({a}, {b})"
+
+
+def _cast(x: str, *, out_dtype: torch.dtype) -> str:
+    """A cast to `out_dtype` (the codegen rounds the returned value to it).
+
+    ATen converts to a half type through float32 (c10::Half and c10::BFloat16 are built from a float),
+    so float64 and int64 values round twice; going through float32 here does the same. Triton's
+    interpreter converts to bfloat16 by truncating a float32 (and garbles other sources), so values bound
+    for bfloat16 are rounded to nearest-even here, exactly representable by the time the codegen casts.
+    """
+    if out_dtype == torch.bfloat16:
+        return f"lib.round_to_bf16(({x}).to(tl.float32))"
+    if out_dtype in HALF_DTYPES:
+        return f"({x}).to(tl.float32)"
+    return x
 
 
 def _clamp(x: str, lo: str | None, hi: str | None) -> str:
@@ -156,10 +299,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # --- unary math: integer inputs promote to float through the OUT typing ---
     *(
         _unary_float(n)
-        for n in (
-            "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh "
-            "asinh acosh atanh erf erfc erfinv lgamma"
-        ).split()
+        for n in ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma"]
     ),
     _op("abs", "default", UNARY, lambda x: f"libdevice.fabs({x})", int_render=lambda x: f"tl.abs({x})"),
     _op("neg", "default", UNARY, lambda x: f"-{x}"),
@@ -173,7 +313,8 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op("frac", "default", UNARY, lambda x: f"{x} - libdevice.trunc({x})", accepts=Accepts.FLOATING),
     _op("sign", "default", UNARY, _lib("sign_float"), int_render=_lib("sign_int")),
     _op("sgn", "default", UNARY, _lib("sign_float"), int_render=_lib("sign_int")),
-    _op("bitwise_not", "default", UNARY, lambda x: f"~{x}", accepts=Accepts.INTEGRAL),
+    # The operand keeps its dtype: ~ of a bool is logical not (as int32, ~1 would be -2, still true).
+    _op("bitwise_not", "default", (("self", Typing.OWN),), lambda x: f"~{x}", accepts=Accepts.INTEGRAL),
     _op("logical_not", "default", (("self", Typing.OWN),), lambda x: f"{x} == 0", result=Result.BOOL),
     # --- activations ---
     _op("relu", "default", UNARY, lambda x: f"tl.where({x} < 0, 0, {x})"),
@@ -247,13 +388,10 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "logit",
         "default",
         UNARY,
-        lambda x, eps=None: (
-            f"libdevice.log({x} / (1.0 - {x}))"
-            if eps is None
-            else f"libdevice.log({_clamp(x, repr(eps), repr(1 - eps))} / (1.0 - {_clamp(x, repr(eps), repr(1 - eps))}))"
-        ),
+        _logit,
         attrs=("eps",),
         accepts=Accepts.FLOATING,
+        wants_out_dtype=True,
     ),
     # --- predicates ---
     _op("isnan", "default", (("self", Typing.OWN),), lambda x: f"{x} != {x}", result=Result.BOOL),
@@ -298,11 +436,25 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         result=Result.BOOL,
     ),
     # --- binary arithmetic ---
-    _op("add", "Tensor Scalar", BINARY, lambda a, b, alpha=1: f"{a} + {_scaled(alpha, b)}", attrs=("alpha",)),
-    _op("sub", "Tensor Scalar", BINARY, lambda a, b, alpha=1: f"{a} - {_scaled(alpha, b)}", attrs=("alpha",)),
+    _op("add", "Tensor Scalar", BINARY, _half_scalar(_add_scaled, 1), attrs=("alpha",), wants_out_dtype=True),
     _op(
-        "rsub", "Tensor Scalar", BINARY, lambda a, b, alpha=1: f"{b} - {_scaled(alpha, a)}", attrs=("alpha",)
+        "sub",
+        "Tensor Scalar",
+        BINARY,
+        _half_scalar(lambda a, b, alpha=1, *, out_dtype: _add_scaled(a, b, alpha, out_dtype=out_dtype, sign=-1), 1),
+        attrs=("alpha",),
+        wants_out_dtype=True,
     ),
+    _op(
+        "rsub",
+        "Tensor Scalar",
+        BINARY,
+        _half_scalar(lambda a, b, alpha=1, *, out_dtype: _add_scaled(b, a, alpha, out_dtype=out_dtype, sign=-1), 1),
+        attrs=("alpha",),
+        wants_out_dtype=True,
+    ),
+    # prims.div (from decompositions) divides floats truly and truncates integers.
+    _op("prims_div", "prims::div.default", BINARY, lambda a, b: f"{a} / {b}", int_render=lambda a, b: f"{a} // {b}"),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
     _op("div", "Tensor Scalar", BINARY, lambda a, b: f"{a} / {b}"),
     _op(
@@ -315,21 +467,38 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     ),
     _op("floor_divide", "default Scalar", BINARY, _lib("floor_divide_float"), int_render=_lib("floor_divide_int")),
     _op(
-        "remainder", "Tensor Scalar", BINARY, _lib("remainder_float"), int_render=_lib("remainder_int")
+        "remainder",
+        "Tensor Scalar",
+        BINARY,
+        _half_scalar(_no_out_dtype(_lib("remainder_float")), 1),
+        int_render=_no_out_dtype(_lib("remainder_int")),
+        wants_out_dtype=True,
     ),
     _op(
         "fmod",
         "Tensor Scalar",
         BINARY,
-        lambda a, b: f"libdevice.fmod({a}, {b})",
-        int_render=lambda a, b: f"{a} % {b}",
+        _half_scalar(_no_out_dtype(lambda a, b: f"libdevice.fmod({a}, {b})"), 1),
+        int_render=_no_out_dtype(lambda a, b: f"{a} % {b}"),
+        wants_out_dtype=True,
+    ),
+    # The schema calls the second operand `exponent`, not `other`. Integers use exponentiation by
+    # squaring, wrapping as ATen's powi does.
+    _op(
+        "pow",
+        "Tensor_Tensor Scalar",
+        (("self", Typing.OUT), ("exponent", Typing.OUT)),
+        _half_scalar(_no_out_dtype(lambda a, b: f"libdevice.pow({a}, {b})"), 0),
+        int_render=_no_out_dtype(_lib("pow_int")),
+        wants_out_dtype=True,
     ),
     _op(
         "pow",
-        "Tensor_Tensor Tensor_Scalar Scalar",
-        BINARY,
-        lambda a, b: f"libdevice.pow({a}, {b})",
-        accepts=Accepts.FLOATING,
+        "Tensor_Scalar",
+        (("self", Typing.OUT), ("exponent", Typing.OUT)),
+        _pow_scalar_exponent,
+        int_render=lambda a, b, *, out_dtype: f"lib.pow_int({a}, {b})",
+        wants_out_dtype=True,
     ),
     _op(
         "maximum",
@@ -363,7 +532,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op("atan2", "default", BINARY, lambda a, b: f"libdevice.atan2({a}, {b})", accepts=Accepts.FLOATING),
     _op("hypot", "default", BINARY, lambda a, b: f"libdevice.hypot({a}, {b})", accepts=Accepts.FLOATING),
     _op("copysign", "Tensor Scalar", BINARY, lambda a, b: f"libdevice.copysign({a}, {b})", accepts=Accepts.FLOATING),
-    _op("nextafter", "default", BINARY, lambda a, b: f"libdevice.nextafter({a}, {b})", accepts=Accepts.FLOATING),
+    _op("nextafter", "default", BINARY, _nextafter, accepts=Accepts.FLOATING, wants_out_dtype=True),
     _op("logaddexp", "default", BINARY, _lib("logaddexp"), accepts=Accepts.FLOATING),
     _op("xlogy", "Tensor Scalar_Other", BINARY, _lib("xlogy"), accepts=Accepts.FLOATING),
     # --- comparisons: operands promote together, the result is bool ---
@@ -372,9 +541,11 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         for name, symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
     ),
     # --- logical and bitwise ---
-    _op("logical_and", "default", LOGICAL, lambda a, b: f"{a} & {b}", result=Result.BOOL),
-    _op("logical_or", "default", LOGICAL, lambda a, b: f"{a} | {b}", result=Result.BOOL),
-    _op("logical_xor", "default", LOGICAL, lambda a, b: f"{a} ^ {b}", result=Result.BOOL),
+    # Not & | ^: Triton's interpreter cannot combine a bool block with a 0-d operand's comparison
+    # (its splat turns the comparison into float32), and where / != mean the same on a GPU.
+    _op("logical_and", "default", LOGICAL, lambda a, b: f"tl.where({a}, {b}, False)", result=Result.BOOL),
+    _op("logical_or", "default", LOGICAL, lambda a, b: f"tl.where({a}, True, {b})", result=Result.BOOL),
+    _op("logical_xor", "default", LOGICAL, lambda a, b: f"{a} != {b}", result=Result.BOOL),
     _op("bitwise_and", "Tensor Scalar", BINARY, lambda a, b: f"{a} & {b}", accepts=Accepts.INTEGRAL),
     _op("bitwise_or", "Tensor Scalar", BINARY, lambda a, b: f"{a} | {b}", accepts=Accepts.INTEGRAL),
     _op("bitwise_xor", "Tensor Scalar", BINARY, lambda a, b: f"{a} ^ {b}", accepts=Accepts.INTEGRAL),
@@ -388,8 +559,12 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op(
         "masked_fill",
         "Scalar Tensor",
-        (("self", Typing.OUT), ("mask", Typing.BOOL), ("value", Typing.OUT)),
-        lambda x, m, v: f"tl.where({m}, {v}, {x})",
+        # The value keeps its own dtype and converts as ATen's value.to<scalar_t>() does: to a bool by
+        # != 0 (0.5 fills True), to an integer by truncation. (OUT typing would cast 0.5 to int32 0 for a
+        # bool tensor, which computes in int32.)
+        (("self", Typing.OUT), ("mask", Typing.BOOL), ("value", Typing.OWN)),
+        lambda x, m, v, *, out_dtype: f"tl.where({m}, {_converted(v, out_dtype)}, {x})",
+        wants_out_dtype=True,
     ),
     _op(
         "clamp",
@@ -405,30 +580,51 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "lerp",
         "Scalar Tensor",
         (("self", Typing.OUT), ("end", Typing.OUT), ("weight", Typing.OUT)),
-        # ATen's two-sided form keeps lerp exact at weight 0 and 1.
-        lambda a, b, w: f"tl.where(libdevice.fabs({w}) < 0.5, {a} + {w} * ({b} - {a}), {b} - ({b} - {a}) * (1.0 - {w}))",
+        # ATen's two-sided form keeps lerp exact at weight 0 and 1; both sides are fused multiply-adds.
+        lambda a, b, w: (
+            f"tl.where(libdevice.fabs({w}) < 0.5, libdevice.fma({w}, {b} - {a}, {a}), "
+            f"libdevice.fma({a} - {b}, 1.0 - {w}, {b}))"
+        ),
         accepts=Accepts.FLOATING,
     ),
     _op(
         "addcmul",
         "default",
         (("self", Typing.OUT), ("tensor1", Typing.OUT), ("tensor2", Typing.OUT)),
-        lambda x, a, b, value=1: f"{x} + {_scaled(value, f'{a} * {b}')}",
+        _addcmul,
         attrs=("value",),
+        wants_out_dtype=True,
     ),
     _op(
         "addcdiv",
         "default",
         (("self", Typing.OUT), ("tensor1", Typing.OUT), ("tensor2", Typing.OUT)),
-        lambda x, a, b, value=1: f"{x} + {_scaled(value, f'({a} / {b})')}",
+        _addcdiv,
         attrs=("value",),
         accepts=Accepts.FLOATING,
+        wants_out_dtype=True,
+    ),
+    # full_like reads nothing of its input: the value is the fill (isfinite on integers decomposes to it).
+    # The fill keeps its own dtype and converts as masked_fill's value does.
+    _op(
+        "full_like",
+        "default",
+        (("fill_value", Typing.OWN),),
+        lambda v, *, out_dtype: _converted(v, out_dtype),
+        wants_out_dtype=True,
     ),
     # --- copies and casts: the value keeps its own dtype; fuser.codegen casts it to the output dtype ---
     _op("clone", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
-    _op("_to_copy", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
+    _op("_to_copy", "default", (("self", Typing.OWN),), _cast, result=Result.OPERAND, wants_out_dtype=True),
     _op("lift_fresh_copy", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
-    _op("convert_element_type", "prims::convert_element_type.default", (("a", Typing.OWN),), lambda x: x, result=Result.OPERAND),
+    _op(
+        "convert_element_type",
+        "prims::convert_element_type.default",
+        (("a", Typing.OWN),),
+        _cast,
+        result=Result.OPERAND,
+        wants_out_dtype=True,
+    ),
     _op(
         "nan_to_num",
         "default",
@@ -451,6 +647,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp("slice", ("slice.Tensor",)),
     ViewOp("select", ("select.int",)),
     ViewOp("alias", ("alias.default",)),
+    ViewOp("broadcast_in_dim", ("prims::broadcast_in_dim.default",)),
 )
 
 def _overload(qualified: str) -> torch._ops.OpOverload:

@@ -130,4 +130,8 @@ def source_index(
         return (*index[:dim], sink.int_param(f"{name}_index", position), *index[dim:])
     if kind == "alias":
         return index
+    if kind == "broadcast_in_dim":
+        # Input dim k becomes output dim broadcast_dimensions[k]; a size-1 input dim broadcasts.
+        dims = args["broadcast_dimensions"]
+        return tuple("0" if same(in_shape[k], 1) else index[d] for k, d in enumerate(dims))
     raise NotImplementedError(f"view kind {kind!r} has no index mapping")
