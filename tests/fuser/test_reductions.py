@@ -206,3 +206,19 @@ def test_dynamic_softmax_compiles_once_per_layout_class_over_twenty_sizes(device
     assert counts["graphs_compiled"] == 1
     assert counts["kernels_compiled"] == 1  # every size here fits the persistent variant
     assert counts["kernels_launched"] == 20
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_layer_norm_gradients_are_as_close_to_float64_as_eagers_at_an_awkward_size(dtype, device):
+    # Many rows: the weight and bias gradients reduce over the outer dim with the looped kernel.
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(s, device=device, dtype=dtype, requires_grad=True) for s in [(120, 781), (781,), (781,)])
+    grad = torch.randn(120, 781, device=device, dtype=dtype)
+    exact_inputs = [t.detach().double().requires_grad_() for t in (x, w, b)]
+    exact = torch.autograd.grad(layer_norm(*exact_inputs), exact_inputs, grad.double())
+    eager = torch.autograd.grad(layer_norm(x, w, b), (x, w, b), grad)
+    fused = torch.autograd.grad(fuser.compile(layer_norm, strict=True)(x, w, b), (x, w, b), grad)
+    for name, got, want, truth in zip("xwb", fused, eager, exact, strict=True):
+        fused_error = ((got.double() - truth).norm() / truth.norm()).item()
+        eager_error = ((want.double() - truth).norm() / truth.norm()).item()
+        assert fused_error <= 2 * eager_error + 1e-6, f"d{name}: fused {fused_error:.2e}, eager {eager_error:.2e}"
