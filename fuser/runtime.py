@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import os
 import tempfile
 import types
 from collections.abc import Callable
@@ -43,6 +44,11 @@ CPU_MAX_BLOCK = 2**14
 
 @functools.cache
 def _kernel_dir() -> Path:
+    """Where generated kernels are written: FUSER_KERNEL_DIR if set (to keep them), else a temp dir."""
+    chosen = os.environ.get("FUSER_KERNEL_DIR")
+    if chosen:
+        Path(chosen).mkdir(parents=True, exist_ok=True)
+        return Path(chosen)
     return Path(tempfile.mkdtemp(prefix="fuser-kernels-"))
 
 
