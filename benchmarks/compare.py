@@ -97,7 +97,8 @@ WORKLOADS = {
 def as_call(program: Callable, workload: Workload, inputs: list[torch.Tensor]) -> Callable[[], object]:
     if not workload.backward:
         return lambda: program(*inputs)
-    grad = torch.randn_like(inputs[0])
+    # Drawn in float32 and cast, so a float64 reference run gets the same gradient (up to rounding).
+    grad = torch.randn(inputs[0].shape, device=inputs[0].device).to(inputs[0].dtype)
 
     def forward_backward():
         out = program(*inputs)
