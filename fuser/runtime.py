@@ -38,6 +38,7 @@ GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
 GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
+GPU_ELEMENTS_PER_WARP = 256  # a row kernel gets one warp per this many block elements (4 to 16 warps)
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 
@@ -145,7 +146,7 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
         xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
     rblock = whole_row if persistent else rblock
-    warps = min(16, max(4, xblock * rblock // 256))
+    warps = min(16, max(4, xblock * rblock // GPU_ELEMENTS_PER_WARP))
     return Config(
         0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, triton.cdiv(rows, xblock), warps
     )
