@@ -11,6 +11,7 @@ and rounded once when stored; explicit casts round where eager would.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import textwrap
 from collections import Counter
@@ -21,8 +22,8 @@ import torch
 from torch import fx
 
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
-from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result
+from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
+from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
@@ -92,16 +93,24 @@ def _describe(node: fx.Node) -> str:
     return f"{node.name} = {node.target}({args})"
 
 
-def _constant(value: Any, dtype: torch.dtype) -> str:
-    # Round the scalar the way eager does when it meets a tensor of this dtype (int8 + 300 wraps).
-    as_tensor = torch.tensor(value).to(dtype)
-    cast = as_tensor.item()
+def _constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None = None) -> str:
+    """A Python scalar as a Triton constant of `dtype`, first rounded to `logical` where eager rounds it
+    (a comparison with a half tensor compares against the half value), and wrapped as eager wraps it
+    (int8 + 300). Floats start from float64, so a float64 kernel sees 0.1 exactly."""
+    start = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
+    cast = start.to(logical or dtype).to(dtype).item()
     if dtype == torch.bool:
         return f"tl.full([], {bool(cast)}, tl.int1)"
-    literal = repr(cast) if dtype.is_floating_point and cast == cast and abs(cast) != float("inf") else None
-    if literal is None and dtype.is_floating_point:
-        literal = 'float("nan")' if cast != cast else ('float("inf")' if cast > 0 else '-float("inf")')
-    return f"tl.full([], {literal or int(cast)}, {triton_name(value_dtype(dtype))})"
+    name = triton_name(value_dtype(dtype))
+    if not dtype.is_floating_point:
+        return f"tl.full([], {int(cast)}, {name})"
+    if cast != cast:
+        return f'tl.full([], float("nan"), {name})'
+    if abs(cast) == float("inf"):
+        return f'tl.full([], {"" if cast > 0 else "-"}float("inf"), {name})'
+    if cast == 0 and math.copysign(1.0, cast) < 0:
+        return f"-tl.full([], 0.0, {name})"  # Triton builds a -0.0 constant as +0.0
+    return f"tl.full([], {cast!r}, {name})"
 
 
 def live_lines(lines: list[str], uses: list[str]) -> list[str]:
@@ -261,7 +270,8 @@ class Builder:
         bound = bind_arguments(node)
         wants = operand_dtypes(op, bound, out.dtype)
         operands = []
-        for (arg_name, _), want in zip(op.operands, wants, strict=True):
+        common = common_dtype(op, bound)
+        for (arg_name, typing), want in zip(op.operands, wants, strict=True):
             arg = bound[arg_name]
             if arg is None:
                 operands.append(None)
@@ -270,7 +280,7 @@ class Builder:
                 name, held = self.value(arg, arg_index)
                 operands.append(self.cast(name, held, want))
             else:
-                operands.append(_constant(arg, want))
+                operands.append(_constant(arg, want, common if typing is Typing.COMMON else None))
         attrs = {a: bound[a] for a in op.attrs}
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype

@@ -15,6 +15,11 @@ import numpy as np
 import triton.language as tl
 from triton.runtime.interpreter import TensorHandle
 
+try:  # Triton's interpreter carries exact fused multiply-adds
+    from triton._C.libtriton import interpreter as _triton_interpreter
+except ImportError:  # pragma: no cover
+    _triton_interpreter = None
+
 
 def _data(x):
     return x.handle.data if isinstance(x, tl.tensor) else np.asarray(x)
@@ -51,10 +56,34 @@ def _erfinv(y: np.ndarray) -> np.ndarray:
     y64 = y.astype(np.float64)
     w = -np.log((1.0 - y64) * (1.0 + y64))
     central, tail = w - 2.5, np.sqrt(w) - 3.0
-    p_central = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                            -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], central)
-    p_tail = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                         -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], tail)
+    p_central = np.polyval(
+        [
+            2.81022636e-08,
+            3.43273939e-07,
+            -3.5233877e-06,
+            -4.39150654e-06,
+            0.00021858087,
+            -0.00125372503,
+            -0.00417768164,
+            0.246640727,
+            1.50140941,
+        ],
+        central,
+    )
+    p_tail = np.polyval(
+        [
+            -0.000200214257,
+            0.000100950558,
+            0.00134934322,
+            -0.00367342844,
+            0.00573950773,
+            -0.0076224613,
+            0.00943887047,
+            1.00167406,
+            2.83297682,
+        ],
+        tail,
+    )
     x = np.where(w < 5.0, p_central, p_tail) * y64
     erf = np.vectorize(math.erf, otypes=[np.float64])
     for _ in range(3):
@@ -62,6 +91,32 @@ def _erfinv(y: np.ndarray) -> np.ndarray:
         x = x - np.where(np.isfinite(step), step, 0.0)
     x = np.where(y64 == 1.0, np.inf, np.where(y64 == -1.0, -np.inf, x))
     return np.where(np.abs(y64) > 1.0, np.nan, x)
+
+
+def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C99 pow, as libdevice's: NumPy differs at a base of -inf or -0 (it takes a scalar exponent of 0.5
+    as sqrt, so pow(-inf, 0.5) is nan and pow(-0.0, 0.5) is -0.0, where C gives +inf and +0.0)."""
+    result = np.power(x, y)
+    dtype = result.dtype
+    odd = np.abs(np.fmod(y, 2)) == 1  # an odd integer exponent keeps the base's sign
+    result = np.where((x == -np.inf) & (y > 0), np.where(odd, -np.inf, np.inf), result)
+    result = np.where((x == -np.inf) & (y < 0), np.where(odd, -0.0, 0.0), result)
+    result = np.where((x == 0) & (y > 0), np.where(odd, x, 0.0), result)
+    result = np.where((x == 0) & (y < 0), np.where(odd, np.copysign(np.inf, x), np.inf), result)
+    return np.where((y == 0) | (x == 1), 1.0, result).astype(dtype)
+
+
+def _fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z rounded once, as libdevice's fma (NumPy has none)."""
+    dtype = np.result_type(x, y, z)
+    x, y, z = np.broadcast_arrays(*(np.asarray(v, dtype=dtype) for v in (x, y, z)))
+    native = getattr(_triton_interpreter, f"fma_fp{dtype.itemsize * 8}", None)
+    if native is not None:
+        return native(np.ascontiguousarray(x), np.ascontiguousarray(y), np.ascontiguousarray(z))
+    # Older Tritons lack them. A float32 product is exact in float64, and a float64 one overflows no
+    # wider float (x86's long double): either rounds twice only where the wide sum is inexact.
+    wide = np.float64 if dtype.itemsize < 8 else np.longdouble
+    return (x.astype(wide) * y.astype(wide) + z.astype(wide)).astype(dtype)
 
 
 exp = _elementwise(np.exp)
@@ -88,15 +143,29 @@ atanh = _elementwise(np.arctanh)
 erf = _vectorized(math.erf)
 erfc = _vectorized(math.erfc)
 erfinv = _elementwise(_erfinv)
-lgamma = _vectorized(lambda v: math.lgamma(v) if v != -math.inf else math.inf)
+
+
+def _lgamma(v: float) -> float:
+    # lgamma has poles at 0 and the negative integers, where libdevice (and ATen) return +inf and the
+    # math module raises instead; -inf gives +inf, and so does overflow.
+    if v == -math.inf or (v <= 0 and v.is_integer()):
+        return math.inf
+    try:
+        return math.lgamma(v)
+    except OverflowError:
+        return math.inf
+
+
+lgamma = _vectorized(_lgamma)
 floor = _elementwise(np.floor)
 ceil = _elementwise(np.ceil)
 trunc = _elementwise(np.trunc)
 nearbyint = _elementwise(np.rint)
-fabs = _elementwise(np.abs)
 fmod = _elementwise(np.fmod)
-pow = _elementwise(np.power)
+pow = _elementwise(_pow)
 atan2 = _elementwise(np.arctan2)
 hypot = _elementwise(np.hypot)
 copysign = _elementwise(np.copysign)
 nextafter = _elementwise(np.nextafter)
+fma = _elementwise(_fma)
+div_rn = _elementwise(np.divide)

@@ -36,7 +36,7 @@ def floor_divide_int(a, b):
 def floor_divide_float(a, b):
     # ATen's div_floor_floating: exact for representable quotients, where floor(a / b) can be off by one.
     mod = libdevice.fmod(a, b)
-    div = (a - mod) / b
+    div = libdevice.div_rn(a - mod, b)  # correctly rounded: Triton's `/` is approximate on a GPU
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     floordiv = libdevice.floor(div)
     floordiv = tl.where(div - floordiv > 0.5, floordiv + 1.0, floordiv)
@@ -70,8 +70,8 @@ def logaddexp(a, b):
     a, b = tl.broadcast(a, b)  # a 0-d operand's comparisons are combined with a block's below
     m = tl.maximum(a, b)
     # Equal infinities would give inf - inf = nan; ATen returns the infinity itself.
-    same_inf = (a == b) & (libdevice.fabs(a) == float("inf"))
-    return tl.where(same_inf, a, m + libdevice.log1p(libdevice.exp(-libdevice.fabs(a - b))))
+    same_inf = (a == b) & (tl.abs(a) == float("inf"))
+    return tl.where(same_inf, a, m + libdevice.log1p(libdevice.exp(-tl.abs(a - b))))
 
 
 @triton.jit

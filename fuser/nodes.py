@@ -40,14 +40,19 @@ def _dtype_of(value: Any) -> torch.dtype | Any:
     return fake if fake is not None else value
 
 
+def common_dtype(op: PointwiseOp, bound: dict[str, Any]) -> torch.dtype | None:
+    """The dtype the COMMON-typed operands promote to together (eager's torch.result_type), if any."""
+    common_operands = [_dtype_of(bound[name]) for name, typing in op.operands if typing is Typing.COMMON]
+    if len(common_operands) > 2:
+        raise ValueError(f"{op.name}: at most two operands may promote together")
+    return torch.result_type(*common_operands) if len(common_operands) == 2 else None
+
+
 def operand_dtypes(
     op: PointwiseOp, bound: dict[str, Any], out_dtype: torch.dtype
 ) -> list[torch.dtype | None]:
     """The dtype each operand is cast to before rendering (None for an omitted optional operand)."""
-    common_operands = [_dtype_of(bound[name]) for name, typing in op.operands if typing is Typing.COMMON]
-    if len(common_operands) > 2:
-        raise ValueError(f"{op.name}: at most two operands may promote together")
-    common = torch.result_type(*common_operands) if len(common_operands) == 2 else None
+    common = common_dtype(op, bound)
     dtypes = []
     for name, typing in op.operands:
         value = bound[name]

@@ -101,16 +101,9 @@ def _py(value) -> str:
 # Renderers run while the backend compiles, under fake tensors: scalar arithmetic here uses NumPy.
 
 
-def _round_to(value: float, dtype: torch.dtype) -> float:
-    """`value` rounded to a floating `dtype` as c10 does: half types through float32."""
-    single = np.float32(value)
-    if dtype == torch.float16:
-        return float(np.float16(single))
-    if dtype == torch.bfloat16 and single == single:
-        bits = int(single.view(np.uint32))
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return float(np.uint32(bits).view(np.float32))
-    return float(single) if dtype == torch.float32 else float(value)
+def _at_precision(value: float, dtype: torch.dtype) -> float:
+    """`value` as a float32 or float64 kernel holds it."""
+    return float(np.float32(value)) if dtype == torch.float32 else float(value)
 
 
 def _scalar(value, out_dtype: torch.dtype) -> str:
@@ -135,30 +128,15 @@ def _converted(value: str, out_dtype: torch.dtype) -> str:
     return f"({value}).to({triton_name(arithmetic_dtype(out_dtype))})"
 
 
-def _round_half(x: str, out_dtype: torch.dtype) -> str:
-    """A float32 value rounded to a half `out_dtype` (and held in float32 again)."""
+def _half_scalar(x: str, out_dtype: torch.dtype) -> str:
+    """A float32 operand rounded to a half output dtype: eager (on CPU and CUDA) reads remainder's and
+    fmod's Scalar divisor as the tensor's dtype (0.1 is 0.0999755859375 for float16). A half tensor
+    operand is unchanged by the rounding."""
     if out_dtype == torch.float16:
         return f"({x}).to(tl.float16).to(tl.float32)"
     if out_dtype == torch.bfloat16:
         return f"lib.round_to_bf16({x})"
     return x
-
-
-def _half_scalar(render: Callable[..., str], position: int) -> Callable[..., str]:
-    """`render` with its operand at `position` rounded to a half output dtype first: ATen reads the
-    Scalar operand of add, sub, rsub, remainder, fmod and pow.Scalar as the tensor's dtype (0.1 is
-    0.0999755859375 for a float16 tensor). A half tensor operand is unchanged by the rounding."""
-
-    def rendered(*operands: str, out_dtype: torch.dtype, **attrs) -> str:
-        operands = list(operands)
-        operands[position] = _round_half(operands[position], out_dtype)
-        return render(*operands, out_dtype=out_dtype, **attrs)
-
-    return rendered
-
-
-def _no_out_dtype(render: Callable[..., str]) -> Callable[..., str]:
-    return lambda *operands, out_dtype, **attrs: render(*operands, **attrs)
 
 
 def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 1) -> str:
@@ -188,28 +166,27 @@ def _addcdiv(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
 def _logit(x: str, eps=None, *, out_dtype: torch.dtype) -> str:
     if eps is None or eps < 0:  # ATen clamps only for eps >= 0
         return f"libdevice.log({x} / (1.0 - {x}))"
-    # ATen rounds eps and 1 - eps to the tensor's dtype: for float16, 1 - 1e-6 is 1 (logit(1) = inf).
-    lo = _round_to(eps, out_dtype)
-    hi = _round_to(1.0 - lo, out_dtype)
+    # The bounds eps and 1 - eps at the arithmetic dtype's precision, as CUDA (eager on CPU rounds them
+    # to a half tensor's dtype, where 1 - 1e-6 is 1 and logit(1) is inf).
+    lo = _at_precision(eps, arithmetic_dtype(out_dtype))
+    hi = _at_precision(1.0 - lo, arithmetic_dtype(out_dtype))
     lo, hi = _py(lo), _py(hi)
     clamped = f"tl.where({x} < {lo}, {lo}, tl.where({x} > {hi}, {hi}, {x}))"  # nan stays nan
     return f"libdevice.log({clamped} / (1.0 - {clamped}))"
 
 
-def _pow_scalar_exponent(a: str, e: str, *, out_dtype: torch.dtype) -> str:
-    """pow.Tensor_Scalar as ATen's CPU and CUDA kernels: float32, float64 and bfloat16 take an exponent of
-    0.5, -0.5 and -1 as sqrt, rsqrt and reciprocal (so pow(-inf, 0.5) is nan, not C's +inf), and 2, 3, -2
-    as products; float16 calls pow. The half types round the exponent to their own dtype first."""
-    if out_dtype == torch.float16:
-        return f"libdevice.pow({a}, {_round_half(e, out_dtype)})"
-    r = _round_half(e, out_dtype)
+def _pow_scalar_exponent(a: str, e: str) -> str:
+    """pow.Tensor_Scalar as ATen's kernels: an exponent of 0.5, -0.5 and -1 is sqrt, rsqrt and reciprocal
+    (so pow(-inf, 0.5) is nan, not C's +inf), and 2, 3 and -2 are products. (Eager on CPU calls pow for
+    float16 instead; CUDA specializes float16 too.)"""
+    one = f"tl.full([], 1.0, ({a}).dtype)"
     products = (
-        f"tl.where({r} == 2.0, {a} * {a}, tl.where({r} == 3.0, {a} * {a} * {a}, "
-        f"tl.where({r} == -2.0, 1.0 / ({a} * {a}), libdevice.pow({a}, {r}))))"
+        f"tl.where({e} == 2.0, {a} * {a}, tl.where({e} == 3.0, {a} * {a} * {a}, "
+        f"tl.where({e} == -2.0, libdevice.div_rn({one}, {a} * {a}), libdevice.pow({a}, {e}))))"
     )
     return (
         f"tl.where({e} == 0.5, libdevice.sqrt({a}), tl.where({e} == -0.5, libdevice.rsqrt({a}), "
-        f"tl.where({e} == -1.0, 1.0 / {a}, {products})))"
+        f"tl.where({e} == -1.0, libdevice.div_rn({one}, {a}), {products})))"
     )
 
 
@@ -262,11 +239,13 @@ def _gelu(x: str, approximate: str = "none") -> str:
 
 
 def _div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
+    # div_rn: Triton's float32 `/` is approximate on a GPU, and a quotient one ulp under an integer
+    # truncates one lower. Half quotients are truncated at float32 precision, as eager's scalar loops.
     if rounding_mode == "trunc":
-        return f"libdevice.trunc({a} / {b})"
+        return f"libdevice.trunc(libdevice.div_rn({a}, {b}))"
     if rounding_mode == "floor":
         return f"lib.floor_divide_float({a}, {b})"
-    return f"{a} / {b}"
+    return f"libdevice.div_rn({a}, {b})"
 
 
 def _int_div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
@@ -299,9 +278,35 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # --- unary math: integer inputs promote to float through the OUT typing ---
     *(
         _unary_float(n)
-        for n in ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma"]
+        for n in [
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "sqrt",
+            "rsqrt",
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "tanh",
+            "asinh",
+            "acosh",
+            "atanh",
+            "erf",
+            "erfc",
+            "erfinv",
+            "lgamma",
+        ]
     ),
-    _op("abs", "default", UNARY, lambda x: f"libdevice.fabs({x})", int_render=lambda x: f"tl.abs({x})"),
+    _op("abs", "default", UNARY, lambda x: f"tl.abs({x})"),
     _op("neg", "default", UNARY, lambda x: f"-{x}"),
     _op("reciprocal", "default", UNARY, lambda x: f"1.0 / {x}"),
     _op("sigmoid", "default", UNARY, lambda x: f"1.0 / (1.0 + libdevice.exp(-{x}))"),
@@ -399,7 +404,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "isinf",
         "default",
         (("self", Typing.OWN),),
-        lambda x: f"libdevice.fabs({x}) == float('inf')",
+        lambda x: f"tl.abs({x}) == float('inf')",
         int_render=lambda x: f"{x} != {x}",
         result=Result.BOOL,
     ),
@@ -407,7 +412,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "isfinite",
         "default",
         (("self", Typing.OWN),),
-        lambda x: f"({x} == {x}) & (libdevice.fabs({x}) != float('inf'))",
+        lambda x: f"({x} == {x}) & (tl.abs({x}) != float('inf'))",
         int_render=lambda x: f"{x} == {x}",
         result=Result.BOOL,
     ),
@@ -436,12 +441,14 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         result=Result.BOOL,
     ),
     # --- binary arithmetic ---
-    _op("add", "Tensor Scalar", BINARY, _half_scalar(_add_scaled, 1), attrs=("alpha",), wants_out_dtype=True),
+    # A Scalar operand is used at the arithmetic dtype's precision (eager on CPU rounds add's, sub's,
+    # rsub's and pow's Scalar to a half tensor's dtype first; CUDA does not).
+    _op("add", "Tensor Scalar", BINARY, _add_scaled, attrs=("alpha",), wants_out_dtype=True),
     _op(
         "sub",
         "Tensor Scalar",
         BINARY,
-        _half_scalar(lambda a, b, alpha=1, *, out_dtype: _add_scaled(a, b, alpha, out_dtype=out_dtype, sign=-1), 1),
+        lambda a, b, alpha=1, *, out_dtype: _add_scaled(a, b, alpha, out_dtype=out_dtype, sign=-1),
         attrs=("alpha",),
         wants_out_dtype=True,
     ),
@@ -449,14 +456,21 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "rsub",
         "Tensor Scalar",
         BINARY,
-        _half_scalar(lambda a, b, alpha=1, *, out_dtype: _add_scaled(b, a, alpha, out_dtype=out_dtype, sign=-1), 1),
+        lambda a, b, alpha=1, *, out_dtype: _add_scaled(b, a, alpha, out_dtype=out_dtype, sign=-1),
         attrs=("alpha",),
         wants_out_dtype=True,
     ),
     # prims.div (from decompositions) divides floats truly and truncates integers.
-    _op("prims_div", "prims::div.default", BINARY, lambda a, b: f"{a} / {b}", int_render=lambda a, b: f"{a} // {b}"),
+    _op(
+        "prims_div",
+        "prims::div.default",
+        BINARY,
+        lambda a, b: f"{a} / {b}",
+        int_render=lambda a, b: f"{a} // {b}",
+    ),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
-    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"{a} / {b}"),
+    # Division rounds correctly (div_rn), as eager's does: Triton's float32 `/` is approximate on a GPU.
+    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"libdevice.div_rn({a}, {b})"),
     _op(
         "div_mode",
         "div.Tensor_mode div.Scalar_mode",
@@ -465,21 +479,27 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         int_render=_int_div_mode,
         attrs=("rounding_mode",),
     ),
-    _op("floor_divide", "default Scalar", BINARY, _lib("floor_divide_float"), int_render=_lib("floor_divide_int")),
+    _op(
+        "floor_divide",
+        "default Scalar",
+        BINARY,
+        _lib("floor_divide_float"),
+        int_render=_lib("floor_divide_int"),
+    ),
     _op(
         "remainder",
         "Tensor Scalar",
         BINARY,
-        _half_scalar(_no_out_dtype(_lib("remainder_float")), 1),
-        int_render=_no_out_dtype(_lib("remainder_int")),
+        lambda a, b, *, out_dtype: f"lib.remainder_float({a}, {_half_scalar(b, out_dtype)})",
+        int_render=lambda a, b, *, out_dtype: f"lib.remainder_int({a}, {b})",
         wants_out_dtype=True,
     ),
     _op(
         "fmod",
         "Tensor Scalar",
         BINARY,
-        _half_scalar(_no_out_dtype(lambda a, b: f"libdevice.fmod({a}, {b})"), 1),
-        int_render=_no_out_dtype(lambda a, b: f"{a} % {b}"),
+        lambda a, b, *, out_dtype: f"libdevice.fmod({a}, {_half_scalar(b, out_dtype)})",
+        int_render=lambda a, b, *, out_dtype: f"{a} % {b}",
         wants_out_dtype=True,
     ),
     # The schema calls the second operand `exponent`, not `other`. Integers use exponentiation by
@@ -488,17 +508,15 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "pow",
         "Tensor_Tensor Scalar",
         (("self", Typing.OUT), ("exponent", Typing.OUT)),
-        _half_scalar(_no_out_dtype(lambda a, b: f"libdevice.pow({a}, {b})"), 0),
-        int_render=_no_out_dtype(_lib("pow_int")),
-        wants_out_dtype=True,
+        lambda a, b: f"libdevice.pow({a}, {b})",
+        int_render=_lib("pow_int"),
     ),
     _op(
         "pow",
         "Tensor_Scalar",
         (("self", Typing.OUT), ("exponent", Typing.OUT)),
         _pow_scalar_exponent,
-        int_render=lambda a, b, *, out_dtype: f"lib.pow_int({a}, {b})",
-        wants_out_dtype=True,
+        int_render=_lib("pow_int"),
     ),
     _op(
         "maximum",
@@ -531,7 +549,13 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     ),
     _op("atan2", "default", BINARY, lambda a, b: f"libdevice.atan2({a}, {b})", accepts=Accepts.FLOATING),
     _op("hypot", "default", BINARY, lambda a, b: f"libdevice.hypot({a}, {b})", accepts=Accepts.FLOATING),
-    _op("copysign", "Tensor Scalar", BINARY, lambda a, b: f"libdevice.copysign({a}, {b})", accepts=Accepts.FLOATING),
+    _op(
+        "copysign",
+        "Tensor Scalar",
+        BINARY,
+        lambda a, b: f"libdevice.copysign({a}, {b})",
+        accepts=Accepts.FLOATING,
+    ),
     _op("nextafter", "default", BINARY, _nextafter, accepts=Accepts.FLOATING, wants_out_dtype=True),
     _op("logaddexp", "default", BINARY, _lib("logaddexp"), accepts=Accepts.FLOATING),
     _op("xlogy", "Tensor Scalar_Other", BINARY, _lib("xlogy"), accepts=Accepts.FLOATING),
@@ -574,15 +598,27 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         int_render=_int_clamp,
         optional=frozenset({"min", "max"}),
     ),
-    _op("clamp_min", "default Tensor", (("self", Typing.OUT), ("min", Typing.OUT)), lambda x, lo: _clamp(x, lo, None), int_render=lambda x, lo: _int_clamp(x, lo, None)),
-    _op("clamp_max", "default Tensor", (("self", Typing.OUT), ("max", Typing.OUT)), lambda x, hi: _clamp(x, None, hi), int_render=lambda x, hi: _int_clamp(x, None, hi)),
+    _op(
+        "clamp_min",
+        "default Tensor",
+        (("self", Typing.OUT), ("min", Typing.OUT)),
+        lambda x, lo: _clamp(x, lo, None),
+        int_render=lambda x, lo: _int_clamp(x, lo, None),
+    ),
+    _op(
+        "clamp_max",
+        "default Tensor",
+        (("self", Typing.OUT), ("max", Typing.OUT)),
+        lambda x, hi: _clamp(x, None, hi),
+        int_render=lambda x, hi: _int_clamp(x, None, hi),
+    ),
     _op(
         "lerp",
         "Scalar Tensor",
         (("self", Typing.OUT), ("end", Typing.OUT), ("weight", Typing.OUT)),
         # ATen's two-sided form keeps lerp exact at weight 0 and 1; both sides are fused multiply-adds.
         lambda a, b, w: (
-            f"tl.where(libdevice.fabs({w}) < 0.5, libdevice.fma({w}, {b} - {a}, {a}), "
+            f"tl.where(tl.abs({w}) < 0.5, libdevice.fma({w}, {b} - {a}, {a}), "
             f"libdevice.fma({a} - {b}, 1.0 - {w}, {b}))"
         ),
         accepts=Accepts.FLOATING,
@@ -649,6 +685,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp("alias", ("alias.default",)),
     ViewOp("broadcast_in_dim", ("prims::broadcast_in_dim.default",)),
 )
+
 
 def _overload(qualified: str) -> torch._ops.OpOverload:
     namespace, _, rest = qualified.rpartition("::") if "::" in qualified else ("aten", "", qualified)
