@@ -245,7 +245,7 @@ def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, fl
 def _launch_caches():
     import gc
 
-    return [obj.launches for obj in gc.get_objects() if isinstance(obj, fuser.runtime.KernelStep)]
+    return [obj.launches for obj in gc.get_objects() if type(obj) is fuser.runtime.KernelStep]
 
 
 if __name__ == "__main__":

@@ -109,7 +109,11 @@ def _constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None = None
     if abs(cast) == float("inf"):
         return f'tl.full([], {"" if cast > 0 else "-"}float("inf"), {name})'
     if cast == 0 and math.copysign(1.0, cast) < 0:
-        return f"-tl.full([], 0.0, {name})"  # Triton builds a -0.0 constant as +0.0
+        # Triton builds a -0.0 constant as +0.0 (and negating it computes 0 - 0): spell out the sign bit.
+        bits = {torch.float64: ("-9223372036854775808", "tl.int64")}.get(
+            value_dtype(dtype), ("-2147483648", "tl.int32")
+        )
+        return f"tl.full([], {bits[0]}, {bits[1]}).to({name}, bitcast=True)"
     return f"tl.full([], {cast!r}, {name})"
 
 

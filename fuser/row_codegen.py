@@ -123,6 +123,11 @@ class RowBuilder(Builder):
         outer, self.body = self.body, []
         yield
         inner, self.body = self.body, outer
+        # Values of a row (level <= 1) computed while emitting the loop do not depend on the columns:
+        # they go before the loop, where every later phase can read them.
+        hoisted = [line for line in inner if self._row_assignment(line)]
+        self.body += hoisted
+        inner = [line for line in inner if line not in hoisted]
         header = [
             "cols = col_start + tl.arange(0, RBLOCK)[None, :]",
             "mask = row_mask & (cols < num_cols)",
@@ -131,6 +136,10 @@ class RowBuilder(Builder):
         self.body.append("for col_start in range(0, num_cols, RBLOCK):")
         self.body += textwrap.indent("\n".join(header + inner), "    ").split("\n")
         self.values = {k: v for k, v in self.values.items() if self.levels.get(v[0], 0) < 2}
+
+    def _row_assignment(self, line: str) -> bool:
+        target, _, expr = line.partition(" = ")
+        return bool(expr) and target.isidentifier() and target in self.levels and self.level(expr) <= 1
 
     # --- reductions ---
     def reduction(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import fuser
+import fuser.runtime
 
 
 def explain_and_check(program, *args, **tolerance):
@@ -145,7 +146,12 @@ def test_variance_is_two_pass_and_survives_a_large_mean(device):
 
 def test_max_and_argmax_propagate_nan_and_take_the_first_index_on_ties(device):
     x = torch.tensor(
-        [[1.0, 3.0, 3.0, 0.0], [float("nan"), 5.0, float("nan"), 1.0], [2.0, 2.0, 2.0, 2.0], [-1.0, float("nan"), 7.0, 7.0]],
+        [
+            [1.0, 3.0, 3.0, 0.0],
+            [float("nan"), 5.0, float("nan"), 1.0],
+            [2.0, 2.0, 2.0, 2.0],
+            [-1.0, float("nan"), 7.0, 7.0],
+        ],
         device=device,
     )
     explain_and_check(lambda t: (t.max(1), t.argmin(1), t.amax(0)), x)
@@ -212,7 +218,9 @@ def test_dynamic_softmax_compiles_once_per_layout_class_over_twenty_sizes(device
 def test_layer_norm_gradients_are_as_close_to_float64_as_eagers_at_an_awkward_size(dtype, device):
     # Many rows: the weight and bias gradients reduce over the outer dim with the looped kernel.
     torch.manual_seed(0)
-    x, w, b = (torch.randn(s, device=device, dtype=dtype, requires_grad=True) for s in [(120, 781), (781,), (781,)])
+    x, w, b = (
+        torch.randn(s, device=device, dtype=dtype, requires_grad=True) for s in [(120, 781), (781,), (781,)]
+    )
     grad = torch.randn(120, 781, device=device, dtype=dtype)
     exact_inputs = [t.detach().double().requires_grad_() for t in (x, w, b)]
     exact = torch.autograd.grad(layer_norm(*exact_inputs), exact_inputs, grad.double())
@@ -221,4 +229,41 @@ def test_layer_norm_gradients_are_as_close_to_float64_as_eagers_at_an_awkward_si
     for name, got, want, truth in zip("xwb", fused, eager, exact, strict=True):
         fused_error = ((got.double() - truth).norm() / truth.norm()).item()
         eager_error = ((want.double() - truth).norm() / truth.norm()).item()
-        assert fused_error <= 2 * eager_error + 1e-6, f"d{name}: fused {fused_error:.2e}, eager {eager_error:.2e}"
+        assert fused_error <= 2 * eager_error + 1e-6, (
+            f"d{name}: fused {fused_error:.2e}, eager {eager_error:.2e}"
+        )
+
+
+def _loop_locals_read_after_their_loop(source: str) -> set[str]:
+    """Names first assigned inside a `for` loop and read after it: Triton (unlike Python) rejects them."""
+    import re
+
+    body = source.split("@triton.jit")[1].split("\n")[2:]
+    defined_outside, loop_locals, leaked, in_loop = set(), set(), set(), False
+    for line in body:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if stripped.startswith("for "):
+            in_loop = True
+            continue
+        in_loop = in_loop and indent > 4
+        if not in_loop:
+            read = re.sub(r"\b\w+=(?!=)", "", stripped)  # keyword names (mask=...) are not reads
+            leaked |= loop_locals & set(re.findall(r"[A-Za-z_]\w*", read))
+        target = stripped.split(" = ")[0] if " = " in stripped else ""
+        if target.isidentifier() and target not in defined_outside:
+            (loop_locals if in_loop else defined_outside).add(target)
+    return leaked
+
+
+def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypatch):
+    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)  # force the looped variant on small rows
+    x = torch.randn(5, 300, device=device)
+    programs = [lambda t: t.logsumexp(1), softmax, lambda t: torch.var_mean(t, 1), lambda t: t.max(1)]
+    for program in programs:
+        report = explain_and_check(program, x, atol=1e-5, rtol=1e-5)
+        looped = [s for s in report.sources if "looped kernel" in s]
+        assert looped, "the looped variant was not chosen"
+        assert _loop_locals_read_after_their_loop(looped[0]) == set()
