@@ -309,7 +309,9 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op("abs", "default", UNARY, lambda x: f"tl.abs({x})"),
     _op("neg", "default", UNARY, lambda x: f"-{x}"),
     _op("reciprocal", "default", UNARY, lambda x: f"1.0 / {x}"),
-    _op("sigmoid", "default", UNARY, lambda x: f"1.0 / (1.0 + libdevice.exp(-{x}))"),
+    # Activations use Triton's fast exp (a few ulp, as Inductor's): they sit in memory-bound chains where
+    # libdevice's precise exp costs measurable time; `exp` itself stays precise.
+    _op("sigmoid", "default", UNARY, lambda x: f"1.0 / (1.0 + tl.exp(-{x}))"),
     _op("square", "default", UNARY, lambda x: f"{x} * {x}"),
     _op("floor", "default", UNARY, _libdevice("floor"), int_render=lambda x: x),
     _op("ceil", "default", UNARY, _libdevice("ceil"), int_render=lambda x: x),
@@ -324,7 +326,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # --- activations ---
     _op("relu", "default", UNARY, lambda x: f"tl.where({x} < 0, 0, {x})"),
     _op("gelu", "default", UNARY, _gelu, attrs=("approximate",), accepts=Accepts.FLOATING),
-    _op("silu", "default", UNARY, lambda x: f"{x} / (1.0 + libdevice.exp(-{x}))", accepts=Accepts.FLOATING),
+    _op("silu", "default", UNARY, lambda x: f"{x} / (1.0 + tl.exp(-{x}))", accepts=Accepts.FLOATING),
     _op(
         "mish",
         "default",

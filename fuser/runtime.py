@@ -38,7 +38,7 @@ GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
 GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
-GPU_ELEMENTS_PER_WARP = 256  # a row kernel gets one warp per this many block elements (4 to 16 warps)
+GPU_ELEMENTS_PER_WARP = 512  # a row kernel gets one warp per this many block elements (4 to 16 warps)
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 
