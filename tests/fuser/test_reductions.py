@@ -259,7 +259,9 @@ def _loop_locals_read_after_their_loop(source: str) -> set[str]:
 
 
 def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypatch):
-    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)  # force the looped variant on small rows
+    # Force the looped variant on small rows, in the interpreter and on a GPU.
+    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)
+    monkeypatch.setattr(fuser.runtime, "GPU_PERSISTENT_MAX", 64)
     x = torch.randn(5, 300, device=device)
     programs = [lambda t: t.logsumexp(1), softmax, lambda t: torch.var_mean(t, 1), lambda t: t.max(1)]
     for program in programs:
