@@ -37,10 +37,13 @@ MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + 
 class Arg:
     """What the launcher passes for one kernel parameter."""
 
-    kind: str  # "tensor" (a node's value), "stride" (of a node's value), "output", "output_stride", "int"
+    # "tensor" (a node's value), "stride" (of a node's value), "output", "output_stride", "int", or
+    # "partials" (a split reduction's workspace of partial results, one per split and row).
+    kind: str
     node: fx.Node | None = None
-    index: int = 0  # the dimension of a stride, or the output's position
+    index: int = 0  # the dimension of a stride, the output's position, or the partials' number
     value: int = 0  # an "int" argument's value
+    dtype: torch.dtype | None = None  # the partials' dtype
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,10 @@ class KernelSource:
     covers: tuple[str, ...]  # the aten nodes the kernel computes, as "name = aten.op(args)"
     # Inputs read at the flat offset: the launcher checks that they are contiguous.
     flat_inputs: tuple[fx.Node, ...]
-    kind: str = "pointwise"  # "pointwise", or a row kernel: "persistent" (a row per block) or "looped"
+    # "pointwise", or a row kernel: "persistent" (a row per block), "looped", or the two stages of a
+    # split reduction: "split_partials" (each program reduces one slice of the columns) and
+    # "split_combine" (reduces the slices' partial results and finishes the row).
+    kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
 
 
@@ -306,7 +312,7 @@ class Builder:
         raise NotImplementedError(f"{node.target} is a reduction; only a row kernel computes it")
 
     def ordered_params(self) -> list[str]:
-        rank = {"tensor": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
+        rank = {"tensor": 0, "partials": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
         return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
 
     def output_address(self, position: int, node: fx.Node, index: Index | None) -> str:

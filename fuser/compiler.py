@@ -14,7 +14,7 @@ from fuser import metrics
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, partition
-from fuser.row_codegen import RowBuilder, contiguous_rows
+from fuser.row_codegen import RowBuilder, contiguous_rows, splittable
 from fuser.runtime import CompiledGraph, EagerStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
@@ -87,8 +87,16 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     if kernel.space is None:
         return [package(PointwiseBuilder(kernel), "pointwise")]
     inner = contiguous_rows(kernel)
-    variants = ((True, "persistent"), (False, "looped"))
-    return [package(RowBuilder(kernel, persistent), kind, inner) for persistent, kind in variants]
+    variants = [
+        package(RowBuilder(kernel, persistent), kind, inner)
+        for persistent, kind in ((True, "persistent"), (False, "looped"))
+    ]
+    if splittable(kernel):
+        variants += [
+            package(RowBuilder(kernel, False, stage), stage, inner)
+            for stage in ("split_partials", "split_combine")
+        ]
+    return variants
 
 
 # A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser.codegen import Builder, function, live_lines
+from fuser.codegen import Arg, Builder, function, live_lines
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
 from fuser.ops import NAN_ALL
@@ -78,11 +78,39 @@ INT_LIMITS = {
 }
 
 
+SPLITTABLE = frozenset({"sum", "prod", "max", "min", "any", "all"})
+
+
+def splittable(kernel: Kernel) -> bool:
+    """Whether a split reduction can compute the kernel: only row outputs, reductions whose partial
+    results combine with the same combine, and no reduction that reads another's result."""
+    space = kernel.space
+    reductions = [n for n in kernel.computed if is_reduction(n)]
+    if any(not is_reduction(m) and same_shape(meta(m).shape, space.shape) for m in kernel.members):
+        return False
+    if any(REDUCTION_BY_OVERLOAD[r.target].kind not in SPLITTABLE for r in reductions):
+        return False
+    computed = set(kernel.computed)
+    for reduction in reductions:
+        stack, seen = [reduction_input(reduction)], set()
+        while stack:
+            node = stack.pop()
+            if node in seen or node not in computed:
+                continue
+            if is_reduction(node):
+                return False
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return True
+
+
 class RowBuilder(Builder):
-    def __init__(self, kernel: Kernel, persistent: bool):
+    def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None):
         super().__init__(kernel)
         self.space = kernel.space
-        self.persistent = persistent
+        self.stage = stage  # None, "split_partials" or "split_combine"
+        self.persistent = persistent or stage == "split_combine"
+        self.partials: dict[fx.Node, str] = {}
         self.levels.update({"rows": 1, "cols": 2, "col_index": 2, "mask": 2})
         self.levels.update({f"r{d}": 1 for d in self.space.kept})
         self.levels.update({f"c{d}": 2 for d in self.space.reduced})
@@ -128,12 +156,13 @@ class RowBuilder(Builder):
         hoisted = [line for line in inner if self._row_assignment(line)]
         self.body += hoisted
         inner = [line for line in inner if line not in hoisted]
+        first, end = ("split_start", "split_end") if self.stage == "split_partials" else ("0", "num_cols")
         header = [
             "cols = col_start + tl.arange(0, RBLOCK)[None, :]",
-            "mask = row_mask & (cols < num_cols)",
+            f"mask = row_mask & (cols < {end})",
             *live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], inner),
         ]
-        self.body.append("for col_start in range(0, num_cols, RBLOCK):")
+        self.body.append(f"for col_start in range({first}, {end}, RBLOCK):")
         self.body += textwrap.indent("\n".join(header + inner), "    ").split("\n")
         self.values = {k: v for k, v in self.values.items() if self.levels.get(v[0], 0) < 2}
 
@@ -155,7 +184,13 @@ class RowBuilder(Builder):
         if op.kind in ("argmax", "argmin"):
             return self.arg_reduction(op.kind, source), torch.int64
         accumulate = torch.int32 if op.kind in ("any", "all") else arithmetic_dtype(out.dtype)
+        self.current = node
         result = self.reduce(op.kind, source, accumulate)
+        if self.stage == "split_partials":
+            pointer = self._partials(node, accumulate)
+            self.body.append(
+                f"tl.store({pointer} + tl.program_id(1) * num_rows + rows, {result}, mask=row_mask)"
+            )
         held = value_dtype(out.dtype)
         return (
             self.emit(op.kind, self.cast(result, accumulate, held)) if held != accumulate else result
@@ -169,8 +204,21 @@ class RowBuilder(Builder):
         literal = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
         return f"tl.full([XBLOCK, RBLOCK], {literal}, {triton_name(dtype)})"
 
+    def _partials(self, reduction: fx.Node, dtype: torch.dtype) -> str:
+        if reduction not in self.partials:
+            self.partials[reduction] = f"partials{len(self.partials)}"
+            self.params[f"{self.partials[reduction]}_ptr"] = Arg(
+                "partials", index=len(self.partials) - 1, dtype=dtype
+            )
+        return f"{self.partials[reduction]}_ptr"
+
     def _input(self, source: fx.Node, dtype: torch.dtype, kind: str) -> str:
         """The reduction's input at the current columns, cast to `dtype`, masked lanes set to identity."""
+        if self.stage == "split_combine":
+            # The columns are the splits: read the partial results the first stage wrote.
+            pointer = self._partials(self.current, dtype)
+            loaded = self.emit("partial", f"tl.load({pointer} + cols * num_rows + rows, mask=mask)")
+            return self.emit("masked", f"tl.where(mask, {loaded}, {self._identity(kind, dtype)})")
         name, held = self.value(source, self.full_index())
         value = self.cast(name, held, torch.bool) if kind in ("any", "all") else name
         value = self.cast(value, torch.bool if kind in ("any", "all") else held, dtype)
@@ -252,6 +300,8 @@ class RowBuilder(Builder):
         for node in self.kernel.computed:
             if is_reduction(node):
                 self.value(node, self.row_index(meta(node).shape))
+        if self.stage == "split_partials":
+            return self._function(name)  # the first stage stores partial results only
         full = []
         for position, member in enumerate(self.kernel.members):
             shape = meta(member).shape
@@ -284,8 +334,15 @@ class RowBuilder(Builder):
             f"rows = {start} + tl.arange(0, XBLOCK)[:, None]",
             "row_mask = rows < num_rows",
         ]
+        if self.stage == "split_partials":
+            prologue += [
+                "split_start = tl.program_id(1) * split_size",
+                "split_end = tl.minimum(split_start + split_size, num_cols)",
+            ]
+            self.int_param("split_size", 0)  # set per launch
         if self.persistent:
-            prologue += ["cols = tl.arange(0, RBLOCK)[None, :]", "mask = row_mask & (cols < num_cols)"]
+            ends = "num_splits" if self.stage == "split_combine" else "num_cols"
+            prologue += ["cols = tl.arange(0, RBLOCK)[None, :]", f"mask = row_mask & (cols < {ends})"]
             prologue += live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], self.body)
         prologue += live_lines(self._unflatten("rows", self.space.kept, "r"), self.body + prologue)
         text = "\n".join(prologue + self.body)
@@ -300,6 +357,8 @@ class RowBuilder(Builder):
                 rows = rows * size
         self.int_param("num_rows", rows)
         self.int_param("num_cols", cols)
+        if self.stage == "split_combine":
+            self.int_param("num_splits", 0)  # set per launch
         params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         return function(name, params, prologue + self.body)
 

@@ -16,7 +16,7 @@ import os
 import tempfile
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
 GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
+# Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
+SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
 GPU_ELEMENTS_PER_WARP = 512  # a row kernel gets one warp per this many block elements (4 to 16 warps)
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
@@ -116,12 +118,14 @@ def clear_kernel_cache() -> None:
 
 @dataclass(frozen=True)
 class Config:
-    """Which variant to launch, with which block sizes, grid and warps."""
+    """Which variant to launch, with which block sizes, grid and warps (and a second stage if split)."""
 
     variant: int
     blocks: dict[str, int]
-    grid: int
+    grid: tuple[int, ...]
     warps: int
+    ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
+    then: Config | None = None  # a split reduction's second stage
 
 
 def _pow2(n: int) -> int:
@@ -129,11 +133,12 @@ def _pow2(n: int) -> int:
 
 
 def choose_config(variants: list[KernelSource], ints: dict[str, int], interpreted: bool) -> Config:
-    """Block sizes from the sizes: a persistent row kernel when a row fits one block, else looped."""
+    """Block sizes from the sizes: a persistent row kernel when a row fits one block, else looped,
+    and a split into two stages when too few rows would leave most of the GPU idle on long rows."""
     if variants[0].kind == "pointwise":
         numel = ints["numel"]
         block = min(CPU_MAX_BLOCK, _pow2(numel)) if interpreted else GPU_BLOCK
-        return Config(0, {"BLOCK": block}, triton.cdiv(numel, block), GPU_WARPS)
+        return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), GPU_WARPS)
     rows, cols = ints["num_rows"], ints["num_cols"]
     whole_row = _pow2(cols)
     if interpreted:
@@ -147,9 +152,28 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
     rblock = whole_row if persistent else rblock
     warps = min(16, max(4, xblock * rblock // GPU_ELEMENTS_PER_WARP))
-    return Config(
-        0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, triton.cdiv(rows, xblock), warps
-    )
+    programs = triton.cdiv(rows, xblock)
+    if len(variants) > 2 and not persistent and programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS:
+        splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))
+        split_size = triton.cdiv(triton.cdiv(cols, splits), rblock) * rblock
+        splits = triton.cdiv(cols, split_size)
+        combine_x = min(_pow2(rows), max(1, 4096 // _pow2(splits)))
+        second = Config(
+            3,
+            {"XBLOCK": combine_x, "RBLOCK": _pow2(splits)},
+            (triton.cdiv(rows, combine_x),),
+            4,
+            {"num_splits": splits},
+        )
+        return Config(
+            2,
+            {"XBLOCK": xblock, "RBLOCK": rblock},
+            (programs, splits),
+            warps,
+            {"split_size": split_size},
+            second,
+        )
+    return Config(0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps)
 
 
 @dataclass(frozen=True)
@@ -226,16 +250,24 @@ class KernelStep:
                     f"fuser: kernel {source.name} was generated for a contiguous input but got strides "
                     f"{env[slot].stride()}; this is a bug in the fuser's layout tracking"
                 )
-        args = [self._arg(name, arg, env, outputs, launch) for name, arg in source.params]
-        config = launch.config
+        partials = self._partials(launch, device)
         try:
-            kernel = load_kernel(source, self.interpreted)
-            if self.interpreted:
-                # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
-                with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                    kernel[(config.grid,)](*args, **config.blocks)
-            else:
-                kernel[(config.grid,)](*args, **config.blocks, num_warps=config.warps)
+            config = launch.config
+            while config is not None:
+                source = self.variants[config.variant]
+                args = [
+                    self._arg(name, arg, env, outputs, launch, config, partials)
+                    for name, arg in source.params
+                ]
+                kernel = load_kernel(source, self.interpreted)
+                if self.interpreted:
+                    # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
+                    with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                        kernel[config.grid](*args, **config.blocks)
+                else:
+                    kernel[config.grid](*args, **config.blocks, num_warps=config.warps)
+                metrics.bump("kernels_launched")
+                config = config.then
         except Exception as error:
             if self.strict:
                 raise
@@ -248,10 +280,23 @@ class KernelStep:
             metrics.bump("fallbacks")
             self.failed = True
             self.fallback(env, key)
-            return
-        metrics.bump("kernels_launched")
 
-    def _arg(self, name: str, arg: Arg, env: list, outputs: list, launch: Launch) -> Any:
+    def _partials(self, launch: Launch, device: torch.device) -> list[torch.Tensor]:
+        """Workspaces for a split reduction's partial results: one (splits × rows) tensor each."""
+        config = launch.config
+        if config.then is None:
+            return []
+        splits, rows = config.grid[1], launch.ints["num_rows"]
+        specs = sorted(
+            (arg.index, arg.dtype)
+            for _, arg in self.variants[config.variant].params
+            if arg.kind == "partials"
+        )
+        return [torch.empty((splits, rows), dtype=dtype, device=device) for _, dtype in specs]
+
+    def _arg(
+        self, name: str, arg: Arg, env: list, outputs: list, launch: Launch, config: Config, partials: list
+    ) -> Any:
         if arg.kind == "tensor":
             return env[self.slots[arg.node]]
         if arg.kind == "output":
@@ -260,7 +305,9 @@ class KernelStep:
             return env[self.slots[arg.node]].stride(arg.index)
         if arg.kind == "output_stride":
             return outputs[arg.index].stride(arg.value)
-        return launch.ints[name]
+        if arg.kind == "partials":
+            return partials[arg.index]
+        return config.ints.get(name, launch.ints[name])
 
 
 def _materialize(arg: Any, env: list, slots: dict[fx.Node, int]) -> Any:

@@ -269,3 +269,28 @@ def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypa
         looped = [s for s in report.sources if "looped kernel" in s]
         assert looped, "the looped variant was not chosen"
         assert _loop_locals_read_after_their_loop(looped[0]) == set()
+
+
+def test_a_full_reduction_of_a_large_tensor_splits_into_two_stages(device, monkeypatch):
+    monkeypatch.setattr(fuser.runtime, "SPLIT_MIN_COLS", 1000)  # split at test sizes too
+    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 256)  # rows longer than a block: looped, then split
+    x = torch.randn(3000, 7, device=device)
+    report = explain_and_check(
+        lambda t: (t.sum(), t.amax(), t.amin(), (t > 0).all(), (t > 3).any(), (t * 0.001 + 1).prod()),
+        x,
+        atol=1e-3,
+        rtol=1e-4,
+    )
+    assert [k.kind for k in report.kernels] == ["split_partials"]
+    assert fuser.counters()["kernels_launched"] == 2  # partial results, then their combination
+
+
+def test_tall_column_reductions_split_and_layer_norm_gradients_stay_right(device, monkeypatch):
+    monkeypatch.setattr(fuser.runtime, "SPLIT_MIN_COLS", 1000)
+    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 256)
+    x, w, b = (torch.randn(s, device=device, requires_grad=True) for s in [(3000, 40), (40,), (40,)])
+    grad = torch.randn(3000, 40, device=device)
+    fused = torch.autograd.grad(fuser.compile(layer_norm, strict=True)(x, w, b), (x, w, b), grad)
+    eager = torch.autograd.grad(layer_norm(x, w, b), (x, w, b), grad)
+    for got, want in zip(fused, eager, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-4)
