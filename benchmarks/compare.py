@@ -5,6 +5,7 @@ Workloads (bf16 16384×4096 unless sized otherwise):
   add_layer_norm layer_norm(x + r) with weight and bias
   rms_norm       rms_norm(x) with weight
   softmax        softmax over the last dim
+  sum_all        the sum of every element (a full reduction, in fp32)
   layer_norm_fwd_bwd  layer_norm forward and backward (input, weight and bias gradients)
 
 For each: correctness on fresh inputs at awkward sizes first (against a float64 run), then the median
@@ -88,6 +89,7 @@ WORKLOADS = {
     "rms_norm": Workload(rms_norm, _bf16("RC", "C"), lambda r, c: 2 * r * c * 2 + 2 * c),
     "softmax": Workload(softmax, _bf16("RC"), lambda r, c: 2 * r * c * 2),
     # Forward reads x, w, b and writes y; backward reads dy, x (and saved row stats), writes dx, dw, db.
+    "sum_all": Workload(lambda x: x.float().sum(), _bf16("RC"), lambda r, c: r * c * 2),
     "layer_norm_fwd_bwd": Workload(
         layer_norm, _bf16("RC", "C", "C", grad=True), lambda r, c: 5 * r * c * 2, True
     ),
