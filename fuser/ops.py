@@ -702,8 +702,3 @@ def _index() -> tuple[dict, dict]:
 
 
 POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD = _index()
-
-
-def lowered_overloads() -> frozenset[torch._ops.OpOverload]:
-    """Every aten overload the fuser can put in a kernel."""
-    return frozenset(POINTWISE_BY_OVERLOAD) | frozenset(VIEW_BY_OVERLOAD)
