@@ -1,4 +1,5 @@
-"""Sessions: `nox -s tests` (the product's tests on CPU) and `nox -s lint` (ruff)."""
+"""Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `perfgate` (the perf gate: on a CPU
+machine its CPU tier) and `perf` (fuser / Inductor / eager side by side, with a plot)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "tests", "perfgate"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = tomllib.loads(Path("pyproject.toml").read_text())
@@ -21,7 +22,7 @@ TORCH = os.environ.get("FUSER_TORCH", "torch==2.13.0")
 def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
     session.install(TORCH)
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,perf]")
     session.run(
         "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
     )
@@ -33,3 +34,19 @@ def lint(session: nox.Session) -> None:
     session.install(*PYPROJECT["project"]["optional-dependencies"]["lint"])
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(default=False)
+def perf(session: nox.Session) -> None:
+    """Compare the fuser with Inductor and eager on every perf workload: ratio tables and a bar plot."""
+    session.install(TORCH)
+    session.install("-e", ".[perf]")
+    session.run("python", "-m", "perfgate", "compare", *session.posargs)
+
+
+@nox.session
+def perfgate(session: nox.Session) -> None:
+    """Fail on perf regressions against this architecture's baseline (`-- update` rewrites it)."""
+    session.install(TORCH)
+    session.install("-e", ".[perf]")
+    session.run("python", "-m", "perfgate", *(session.posargs or ["gate"]))

@@ -1,0 +1,7 @@
+"""`python -m perfgate`: see `perfgate.cli`."""
+
+import sys
+
+from perfgate.cli import main
+
+sys.exit(main())

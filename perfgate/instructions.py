@@ -1,0 +1,148 @@
+"""The host-path cost of one call as a CPU instruction count, measured with callgrind.
+
+Instruction counts are near-deterministic, so the CPU tier can gate launch overhead without a quiet
+machine. The counting is PyTorch's own (the mechanism behind `torch.utils.benchmark.Timer
+.collect_callgrind`): valgrind's callgrind tool, with collection switched on and off around the measured
+calls by `torch._C._valgrind_toggle` and `_valgrind_toggle_and_dump_stats`.
+
+We run valgrind ourselves rather than through `collect_callgrind`: it starts one valgrind process per
+statement and instruments its setup too, so importing torch and compiling one tiny program took
+140 s under it — minutes per workload and backend. Here one process per CPU core measures all its
+jobs in turn, with instrumentation off (about 10× slower than native, not 50×) until the measured
+loop, where `callgrind_control -i on` turns it on.
+
+    python -m perfgate.instructions JOBS.json     # the measuring process; run by count_instructions
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from perfgate.backends import Backend
+from perfgate.metrics import Sample
+from perfgate.workloads import WORKLOADS, Step
+
+# Python 3.11 specializes bytecode after a few executions: warm calls run before counting starts.
+WARMUP_CALLS = 10
+CALLS_PER_REPEAT = 3
+REPEATS = 3
+
+
+@dataclass(frozen=True)
+class Job:
+    workload: str
+    backend: Backend
+
+
+def _require_valgrind() -> None:
+    missing = [tool for tool in ("valgrind", "callgrind_control") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(
+            f"the CPU tier counts instructions with valgrind, but {', '.join(missing)} is not on PATH "
+            "(apt-get install valgrind)"
+        )
+
+
+def count_instructions(jobs: list[Job], processes: int | None = None) -> list[Sample]:
+    """Instructions per warm call of each job (median and MAD over REPEATS), on `cpu_tiny` inputs."""
+    if not jobs:
+        return []
+    _require_valgrind()
+    processes = max(1, min(len(jobs), processes or os.cpu_count() or 1))
+    shares = [list(range(i, len(jobs), processes)) for i in range(processes)]
+    with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-") as scratch:
+        running = [
+            _start(Path(scratch) / f"p{i}", [jobs[j] for j in share]) for i, share in enumerate(shares)
+        ]
+        counts: list[Sample | None] = [None] * len(jobs)
+        for (process, folder), share in zip(running, shares, strict=True):
+            output, _ = process.communicate()
+            if process.returncode != 0:
+                raise RuntimeError(f"callgrind process failed ({process.returncode}):\n{output[-4000:]}")
+            for j, sample in zip(share, _read_dumps(folder, len(share)), strict=True):
+                counts[j] = sample
+    return counts
+
+
+def _start(folder: Path, jobs: list[Job]) -> tuple[subprocess.Popen, Path]:
+    folder.mkdir()
+    spec = [{"workload": job.workload, "backend": job.backend.to_json()} for job in jobs]
+    (folder / "jobs.json").write_text(json.dumps(spec))
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={folder / 'callgrind.out'}",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        sys.executable,
+        "-m",
+        "perfgate.instructions",
+        str(folder / "jobs.json"),
+    ]
+    # A fixed hash seed, so set and dict orders (and the code paths they steer) repeat; and empty
+    # compile caches, so a run never takes a path that depends on what earlier runs left on disk.
+    env = os.environ | {
+        "PYTHONHASHSEED": "0",
+        "OMP_NUM_THREADS": "1",
+        "TORCHINDUCTOR_CACHE_DIR": str(folder / "torch-cache"),
+        "TRITON_CACHE_DIR": str(folder / "triton-cache"),
+    }
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return process, folder
+
+
+def _read_dumps(folder: Path, jobs: int) -> list[Sample]:
+    """callgrind.out.N holds the Nth dump: REPEATS dumps per job, in job order."""
+    totals = []
+    for number in range(1, jobs * REPEATS + 1):
+        text = (folder / f"callgrind.out.{number}").read_text()
+        match = re.search(r"^totals:\s+(\d+)", text, re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"no totals line in callgrind dump {number} under {folder}")
+        totals.append(int(match.group(1)) / CALLS_PER_REPEAT)
+    return [Sample.of(totals[i * REPEATS : (i + 1) * REPEATS]) for i in range(jobs)]
+
+
+def _callgrind_control(*arguments: str) -> None:
+    subprocess.run(["callgrind_control", *arguments, str(os.getpid())], check=True, stdout=subprocess.DEVNULL)
+
+
+def _measure(job: dict) -> None:
+    """In the valgrind process: compile and warm the job, then count REPEATS dumps of its calls."""
+    workload = WORKLOADS[job["workload"]]
+    backend = Backend.from_json(job["backend"])
+    torch._dynamo.reset()
+    step = Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu"))
+    for _ in range(WARMUP_CALLS):
+        step()
+    _callgrind_control("--instr=on")
+    for _ in range(REPEATS):
+        gc.collect()  # every repeat starts with the collector in the same state
+        torch._C._valgrind_toggle()
+        for _ in range(CALLS_PER_REPEAT):
+            step()
+        torch._C._valgrind_toggle_and_dump_stats()
+    _callgrind_control("--instr=off")
+
+
+def main(jobs_path: str) -> None:
+    torch.set_num_threads(1)
+    for job in json.loads(Path(jobs_path).read_text()):
+        _measure(job)
+    sys.stdout.flush()
+    os._exit(0)  # tearing down torch under valgrind takes longer than the measuring
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

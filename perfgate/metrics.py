@@ -1,0 +1,159 @@
+"""What the gate measures, as data: each metric's unit, the rule that judges it, where its baseline lives.
+
+Rules (see `perfgate.verdict`):
+- exact: a count; any increase is a regression (kernel launches, bytes moved).
+- tolerance: near-deterministic; a regression past a fixed fraction (callgrind instruction counts).
+- noise: a timing; a regression past max(floor, NOISE_K × combined relative spread), confirmed by
+  re-measuring.
+- info: recorded and shown, never judged (compile time, achieved bandwidth).
+
+A per-device metric's baseline is kept per device name within an architecture's file (an H200 has
+about 1.4× an H100's bandwidth); the others are the same on every device of the architecture.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Rule(Enum):
+    EXACT = "exact"
+    TOLERANCE = "tolerance"
+    NOISE = "noise"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    rule: Rule
+    per_device: bool
+    description: str
+    threshold: float = 0.0  # TOLERANCE: the allowed fraction; NOISE: the floor of the noise threshold
+
+
+# A timing must move by more than NOISE_K times the runs' combined relative spread (and the floor).
+NOISE_K = 3.0
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "kernel_launches",
+            "launches",
+            Rule.EXACT,
+            per_device=False,
+            description="kernels launched per call (the fuser: its kernels plus the aten calls it left eager)",
+        ),
+        Metric(
+            "bytes_moved",
+            "B",
+            Rule.EXACT,
+            per_device=False,
+            description="fewest bytes the call must move: inputs read once, outputs written once",
+        ),
+        Metric(
+            "host_instructions",
+            "instructions",
+            Rule.TOLERANCE,
+            per_device=True,
+            description="CPU instructions of one warm call on tiny inputs (callgrind)",
+            # Runs of unchanged code differed by at most 0.33% (docs/perfgate.md): 1% is 3× that.
+            threshold=0.01,
+        ),
+        Metric(
+            "kernel_time_ms",
+            "ms",
+            Rule.NOISE,
+            per_device=True,
+            description="device time of one call, L2 flushed before each rep (CUDA events)",
+            threshold=0.05,
+        ),
+        Metric(
+            "host_time_us",
+            "us",
+            Rule.NOISE,
+            per_device=True,
+            description="wall time of one warm call on tiny inputs (launch overhead)",
+            threshold=0.10,
+        ),
+        Metric(
+            "compile_time_s",
+            "s",
+            Rule.INFO,
+            per_device=True,
+            description="first call after resetting Dynamo and the fuser's kernel cache",
+        ),
+        Metric(
+            "bandwidth_fraction",
+            "of copy peak",
+            Rule.INFO,
+            per_device=True,
+            description="bytes_moved / kernel time, as a fraction of a large device copy's bandwidth",
+        ),
+    )
+}
+
+TIER_METRICS: dict[str, tuple[str, ...]] = {
+    "gpu": (
+        "kernel_launches",
+        "bytes_moved",
+        "kernel_time_ms",
+        "host_time_us",
+        "compile_time_s",
+        "bandwidth_fraction",
+    ),
+    "cpu": ("kernel_launches", "bytes_moved", "host_instructions"),
+}
+
+
+def _rounded(value: float) -> float:
+    """Whole numbers exact, others to six significant digits: a baseline's diff shows changes, not
+    float noise."""
+    return int(value) if float(value).is_integer() else float(f"{value:.6g}")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A measurement: the median of its repetitions and their median absolute deviation (MAD)."""
+
+    median: float
+    mad: float = 0.0
+    n: int = 1
+    values: tuple[float, ...] = ()  # the repetitions themselves, when this run measured them
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Sample:
+        median = statistics.median(values)
+        mad = statistics.median(abs(v - median) for v in values)
+        return cls(median, mad, len(values), tuple(values))
+
+    @classmethod
+    def exact(cls, value: float) -> Sample:
+        return cls(value, 0.0, 1, (value,))
+
+    @property
+    def relative_spread(self) -> float:
+        return self.mad / self.median if self.median else 0.0
+
+    def to_json(self) -> float | dict[str, Any]:
+        median, mad = _rounded(self.median), _rounded(self.mad)
+        if self.n == 1 and self.mad == 0:
+            return median
+        return {"median": median, "mad": mad, "n": self.n}
+
+    @classmethod
+    def from_json(cls, data: float | dict[str, Any]) -> Sample:
+        if isinstance(data, dict):
+            return cls(data["median"], data["mad"], data["n"])
+        return cls(data)
+
+
+# A workload's measurements on one run: metric name -> sample (None where the metric is unavailable,
+# such as kernel launches of a non-fuser backend on the CPU).
+Measurements = dict[str, Sample | None]
