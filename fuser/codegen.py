@@ -123,6 +123,21 @@ def _constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None = None
     return f"tl.full([], {cast!r}, {name})"
 
 
+def unflatten(flat: str, dims, shape, prefix: str) -> list[str]:
+    """Lines turning the flat position `flat` into one index per dim of `dims` (row-major, size-1 dims
+    skipped): `{prefix}{d}`, with `size{d}` the runtime size of dim d."""
+    lines, rest = [], flat
+    live = [d for d in dims if not same(shape[d], 1)]
+    for position, d in enumerate(reversed(live)):
+        if position == len(live) - 1:
+            lines.append(f"{prefix}{d} = {rest}")
+        else:
+            lines.append(f"{prefix}{d} = {rest} % size{d}")
+            lines.append(f"{prefix}rest{d} = {rest} // size{d}")
+            rest = f"{prefix}rest{d}"
+    return lines
+
+
 def live_lines(lines: list[str], uses: list[str]) -> list[str]:
     """The assignments among `lines` that `uses` (or a kept line) read: unused index math is dropped."""
     kept, text = [], "\n".join(uses)
@@ -187,17 +202,7 @@ class Builder:
 
     def domain_index_lines(self) -> list[str]:
         """Lines that turn the flat offset into the domain index (row-major), innermost first."""
-        lines, rest = [], "offset"
-        dims = [d for d, size in enumerate(self.kernel.shape) if not same(size, 1)]
-        for position, d in enumerate(reversed(dims)):
-            size = f"size{d}"
-            if position == len(dims) - 1:
-                lines.append(f"i{d} = {rest}")
-            else:
-                lines.append(f"i{d} = {rest} % {size}")
-                lines.append(f"rest{d} = {rest} // {size}")
-                rest = f"rest{d}"
-        return lines
+        return unflatten("offset", range(self.rank), self.kernel.shape, "i")
 
     def address(self, pointer: str, index: Index | None, shape, stride_arg) -> str:
         """`pointer` plus the element offset of `index`; None means the flat offset."""

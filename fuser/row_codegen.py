@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser.codegen import Arg, Builder, function, live_lines
+from fuser.codegen import Arg, Builder, function, live_lines, unflatten
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
 from fuser.ops import NAN_ALL
@@ -127,17 +127,7 @@ class RowBuilder(Builder):
         return tuple(full[d] for d in self.space.kept)
 
     def _unflatten(self, flat: str, dims: tuple[int, ...], prefix: str) -> list[str]:
-        """Lines turning a flat row or column number into one index per dim (row-major)."""
-        lines, rest = [], flat
-        live = [d for d in dims if not same(self.space.shape[d], 1)]
-        for position, d in enumerate(reversed(live)):
-            if position == len(live) - 1:
-                lines.append(f"{prefix}{d} = {rest}")
-            else:
-                lines.append(f"{prefix}{d} = {rest} % size{d}")
-                lines.append(f"{prefix}rest{d} = {rest} // size{d}")
-                rest = f"{prefix}rest{d}"
-        return lines
+        return unflatten(flat, dims, self.space.shape, prefix)
 
     def mask_for(self, level: int) -> str:
         return {0: "", 1: ", mask=row_mask", 2: ", mask=mask"}[level]
