@@ -77,11 +77,12 @@ def fuser_backend(
     if mode is not None:
         raise ValueError(f"fuser: torch.compile mode {mode!r} is not supported; the fuser has no modes")
     chosen = Options.from_dict(options)
-    compiler = functools.partial(compile_graph, options=chosen)
+    forward = functools.partial(compile_graph, options=chosen)
+    backward = functools.partial(compile_graph, options=chosen, backward=True)
     return aot_module_simplified(
         graph_module,
         example_inputs,
-        fw_compiler=compiler,
-        bw_compiler=compiler,
+        fw_compiler=forward,
+        bw_compiler=backward,
         decompositions=decomposition_table(),
     )

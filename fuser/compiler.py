@@ -15,7 +15,7 @@ from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, partition
 from fuser.row_codegen import RowBuilder, contiguous_rows, splittable
-from fuser.runtime import CompiledGraph, EagerStep, KernelStep
+from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
 log = logging.getLogger("fuser")
@@ -102,7 +102,9 @@ def generate(kernel: Kernel) -> list[KernelSource]:
 # A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo
 # is compiling: Dynamo must not trace the compiler itself.
 @torch.compiler.disable
-def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: Options) -> CompiledGraph:
+def compile_graph(
+    graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool = False
+) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = graph_module.graph
     plan = partition(graph, fuse=options.fuse)
@@ -154,4 +156,5 @@ def compile_graph(graph_module: fx.GraphModule, example_inputs: list, options: O
     if collected is not None:
         eager = [str(s.target) for s in plan.steps if isinstance(s, fx.Node) and _is_counted(s)]
         collected.append(GraphReport(sources, eager, [(str(n.target), r) for n, r in plan.fallbacks]))
-    return CompiledGraph(graph_module, steps, slots, frees, binder)
+    graph_class = CompiledBackwardGraph if backward else CompiledGraph
+    return graph_class(graph_module, steps, slots, frees, binder)
