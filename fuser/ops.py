@@ -462,12 +462,12 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         attrs=("alpha",),
         wants_out_dtype=True,
     ),
-    # prims.div (from decompositions) divides floats truly and truncates integers.
+    # prims.div (from decompositions) divides floats truly, rounded as `div` is, and truncates integers.
     _op(
         "prims_div",
         "prims::div.default",
         BINARY,
-        lambda a, b: f"{a} / {b}",
+        lambda a, b: f"libdevice.div_rn({a}, {b})",
         int_render=lambda a, b: f"{a} // {b}",
     ),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
