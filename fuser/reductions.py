@@ -81,6 +81,8 @@ def reduced_dims(node: fx.Node) -> tuple[int, ...]:
     dims: Any = bind_arguments(node)[op.dims] if op.dims else None
     if dims is None or dims == []:
         return tuple(range(rank))
+    if rank == 0:
+        return ()  # a 0-d tensor's dim 0 or -1 is the tensor itself: nothing to reduce
     dims = [dims] if isinstance(dims, int) else dims
     return tuple(sorted({d + rank if d < 0 else d for d in dims}))
 

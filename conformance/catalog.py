@@ -1,0 +1,9 @@
+"""Every op spec the suite knows, by op name (checked once, at import)."""
+
+from __future__ import annotations
+
+from conformance.ops_pointwise import pointwise_specs
+from conformance.ops_reductions import reduction_specs
+from conformance.specs import OpSpec, registry
+
+SPECS: dict[str, OpSpec] = registry(pointwise_specs() + reduction_specs())

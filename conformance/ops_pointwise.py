@@ -1,0 +1,130 @@
+"""Specs of pointwise ops: derived from the fuser's op table, their in-place twins, and the pointwise
+backward ops autograd emits.
+
+The fuser's table (`fuser.ops.POINTWISE_BY_OVERLOAD`) lists what it lowers; deriving the specs from it
+means a newly lowered op is tested without a second edit. What the table cannot say — attribute values
+worth trying, integer divisors, casts' targets — is data here, keyed by op name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from conformance.specs import OpSpec, spec
+from conformance.values import DTYPES
+from fuser.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
+
+_ALL = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16]
+_ALL += [torch.int32, torch.int64, torch.uint8, torch.bool]
+
+# Attribute arguments: each dict is one variant (every sample is called once per variant).
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "add": [{}, {"alpha": 2}, {"alpha": -0.5}],
+    "sub": [{}, {"alpha": 2}, {"alpha": -0.5}],
+    "rsub": [{}, {"alpha": 2}],
+    "div.Tensor_mode": [{"rounding_mode": None}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}],
+    "div.Scalar_mode": [{"rounding_mode": None}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}],
+    "gelu": [{}, {"approximate": "tanh"}],
+    "softplus": [{}, {"beta": 2.0, "threshold": 5.0}, {"beta": 0.5, "threshold": 1.0}],
+    "elu": [{}, {"alpha": 0.5, "scale": 2.0, "input_scale": 1.5}],
+    "leaky_relu": [{}, {"negative_slope": 0.2}],
+    "hardtanh": [{}, {"min_val": -2.0, "max_val": 0.5}],
+    "logit": [{}, {"eps": 1e-6}, {"eps": 0.25}],
+    "addcmul": [{}, {"value": 2}, {"value": -0.5}],
+    "addcdiv": [{}, {"value": 2}, {"value": -0.5}],
+    "nan_to_num": [{}, {"nan": 1.5, "posinf": 100.0, "neginf": -100.0}],
+    "_to_copy": [{"dtype": d} for d in _ALL],
+    "convert_element_type": [{"dtype": d} for d in _ALL],
+    "gelu_backward": [{}, {"approximate": "tanh"}],
+    "leaky_relu_backward": [{"negative_slope": 0.2, "self_is_result": False}],
+    "elu_backward": [{"alpha": 1.0, "scale": 1.0, "input_scale": 1.0, "is_result": False}],
+    "logit_backward": [{}, {"eps": 1e-6}],
+}
+DIVISORS = {"div": ("other",), "floor_divide": ("other",), "remainder": ("other",), "fmod": ("other",)}
+CASTS = {"_to_copy", "convert_element_type"}
+# Domains of the random values (the awkward values are always there): inverse trig and friends.
+DOMAINS = {"acos": (-1.0, 1.0), "asin": (-1.0, 1.0), "atanh": (-1.0, 1.0), "erfinv": (-1.0, 1.0)}
+EDGES: dict[str, tuple[float, ...]] = {
+    "acos": (1.0000001, -1.0000001),
+    "asin": (1.0000001, -1.0000001),
+    "log": (1e-45,),
+    "pow": (-0.5, 2.0),
+}
+NOT_DIFFERENTIABLE = {"nextafter", "floor_divide", "lift_fresh_copy", "full_like", "_to_copy"}
+NOT_DIFFERENTIABLE |= {"convert_element_type", "div"}  # prims.div has no autograd formula
+# Pointwise ops that only appear in backward graphs (AOTAutograd emits them; the fuser decomposes them).
+BACKWARD_OPS = (
+    "gelu_backward",
+    "silu_backward",
+    "sigmoid_backward",
+    "tanh_backward",
+    "threshold_backward",
+    "hardtanh_backward",
+    "leaky_relu_backward",
+    "elu_backward",
+    "softplus_backward",
+    "hardsigmoid_backward",
+    "hardswish_backward",
+    "mish_backward",
+    "logit_backward",
+)
+
+
+def _key_variants(packet: str, overload: str) -> list[dict[str, Any]]:
+    return VARIANTS.get(f"{packet}.{overload}", VARIANTS.get(packet, [{}]))
+
+
+def _derived(overload: torch._ops.OpOverload, *, inplace: bool = False) -> OpSpec:
+    op = POINTWISE_BY_OVERLOAD[overload]
+    packet = overload._schema.name.split("::")[1]
+    name = f"{overload.namespace}.{packet}{'_' if inplace else ''}.{overload._overloadname}"
+    dtypes = tuple(DTYPES)
+    if op.accepts is Accepts.FLOATING:
+        dtypes = (*(d for d in DTYPES if DTYPES[d].is_floating_point), "int32", "bool")  # ints promote
+    differentiable = (
+        not inplace
+        and op.result is not Result.BOOL
+        and op.accepts is not Accepts.INTEGRAL
+        and packet not in NOT_DIFFERENTIABLE
+    )
+    return spec(
+        name,
+        family="elementwise",
+        category="inplace" if inplace else ("cast" if packet in CASTS else "pointwise"),
+        dtypes=dtypes,
+        differentiable=differentiable,
+        variants=tuple(_key_variants(packet, overload._overloadname)),
+        domain=DOMAINS.get(packet),
+        edges=EDGES.get(packet, ()),
+        nonzero=DIVISORS.get(packet, ()),
+        cast_safe=packet in CASTS,
+    )
+
+
+def _inplace_twin(overload: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    packet = overload._schema.name.split("::")[1]
+    twin = getattr(getattr(torch.ops, overload.namespace), f"{packet}_", None)
+    if twin is None or overload._overloadname not in twin.overloads():
+        return None
+    return getattr(twin, overload._overloadname)
+
+
+def pointwise_specs() -> list[OpSpec]:
+    specs = []
+    for overload in POINTWISE_BY_OVERLOAD:
+        specs.append(_derived(overload))
+        if _inplace_twin(overload) is not None:
+            specs.append(_derived(overload, inplace=True))
+    for packet in BACKWARD_OPS:
+        specs.append(
+            spec(
+                f"aten.{packet}.default",
+                family="elementwise",
+                category="backward",
+                dtypes=tuple(d for d in DTYPES if DTYPES[d].is_floating_point),
+                variants=tuple(VARIANTS.get(packet, [{}])),
+            )
+        )
+    return specs

@@ -1,0 +1,126 @@
+"""Specs of reductions and softmax-like normalizations, whose samples the `reduction` family makes.
+
+The generator reads each op's `dim` and `keepdim` arguments from its schema, so a spec here says only
+what the schema cannot: which dtypes make sense, which attribute values to try (the variants: a
+`dtype` to accumulate in, a `correction`, an `ord`), and whether autograd has a formula. Arguments
+without a default (`_softmax`'s `half_to_float`, `norm`'s `p`) are pinned by every variant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from conformance.specs import OpSpec, spec
+from conformance.values import DTYPES, FLOATING, inf
+
+ALL = tuple(DTYPES)
+NUMERIC = tuple(d for d in DTYPES if d != "bool")
+# Float-valued ops that promote integer inputs (eager drops the dtypes it rejects).
+PROMOTING = (*FLOATING, "int32", "bool")
+
+
+def _reduction(
+    op: str,
+    *,
+    dtypes: tuple[str, ...],
+    differentiable: bool,
+    variants: tuple[dict[str, Any], ...] = ({},),
+    category: str = "reduction",
+    cast_safe: bool = False,
+) -> OpSpec:
+    return spec(
+        f"aten.{op}",
+        family="reduction",
+        category=category,
+        dtypes=dtypes,
+        differentiable=differentiable,
+        variants=variants,
+        cast_safe=cast_safe,
+    )
+
+
+def reduction_specs() -> list[OpSpec]:
+    accumulate_wide = ({}, {"dtype": torch.float32}, {"dtype": torch.int64})
+    softmax_pinned = ({"half_to_float": False},)
+    softmax_dtypes = ({}, {"dtype": torch.float32})
+    corrections = ({}, {"correction": 0}, {"correction": 2})
+    return [
+        # Sums and products; an explicit dtype casts the input before accumulating (cast_safe keeps the
+        # float-to-integer casts defined).
+        _reduction("sum.default", dtypes=ALL, differentiable=True, variants=accumulate_wide, cast_safe=True),
+        _reduction(
+            "sum.dim_IntList", dtypes=ALL, differentiable=True, variants=accumulate_wide, cast_safe=True
+        ),
+        _reduction(
+            "mean.default", dtypes=PROMOTING, differentiable=True, variants=({}, {"dtype": torch.float32})
+        ),
+        _reduction(
+            "mean.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"dtype": torch.float32})
+        ),
+        _reduction("prod.default", dtypes=ALL, differentiable=True),
+        _reduction("prod.dim_int", dtypes=ALL, differentiable=True),
+        # Extremes and their indices (ties pick the first index).
+        _reduction("amax.default", dtypes=ALL, differentiable=True),
+        _reduction("amin.default", dtypes=ALL, differentiable=True),
+        _reduction("max.dim", dtypes=ALL, differentiable=True),
+        _reduction("min.dim", dtypes=ALL, differentiable=True),
+        _reduction("max.default", dtypes=ALL, differentiable=True),
+        _reduction("min.default", dtypes=ALL, differentiable=True),
+        _reduction("argmax.default", dtypes=ALL, differentiable=False),
+        _reduction("argmin.default", dtypes=ALL, differentiable=False),
+        # Moments.
+        _reduction("var.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
+        _reduction("std.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
+        _reduction("var_mean.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
+        _reduction("var.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
+        _reduction("std.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
+        _reduction("logsumexp.default", dtypes=PROMOTING, differentiable=True),
+        # Boolean reductions.
+        _reduction("any.dim", dtypes=ALL, differentiable=False),
+        _reduction("any.dims", dtypes=ALL, differentiable=False),
+        _reduction("any.default", dtypes=ALL, differentiable=False),
+        _reduction("all.dim", dtypes=ALL, differentiable=False),
+        _reduction("all.dims", dtypes=ALL, differentiable=False),
+        _reduction("all.default", dtypes=ALL, differentiable=False),
+        # Norms.
+        _reduction(
+            "linalg_vector_norm.default",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=({}, {"ord": 1}, {"ord": inf}, {"ord": 0}),
+        ),
+        _reduction(
+            "norm.ScalarOpt_dim", dtypes=FLOATING, differentiable=True, variants=({"p": None}, {"p": 3})
+        ),
+        # Softmax and log-softmax: a max, an exp-sum and a pointwise pass over one row.
+        _reduction(
+            "_softmax.default",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=softmax_pinned,
+            category="normalization",
+        ),
+        _reduction(
+            "_log_softmax.default",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=softmax_pinned,
+            category="normalization",
+        ),
+        _reduction(
+            "softmax.int",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=softmax_dtypes,
+            category="normalization",
+        ),
+        _reduction(
+            "log_softmax.int",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=softmax_dtypes,
+            category="normalization",
+        ),
+    ]

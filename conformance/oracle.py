@@ -1,0 +1,187 @@
+"""The oracle: is a compiled result eager's answer?
+
+One function, `compare(actual, expected, reference, tolerance)`, used for outputs, for inputs after
+the call and for gradients:
+
+1. Structure, shape, dtype and device must match exactly (tuples element by element).
+2. Integers and bools must be equal.
+3. Floats: nan positions and the signs of infinities must match eager's. Where they differ, the
+   float64 reference rounded to the dtype decides (eager's CPU kernels are not always right about
+   overflow: a vectorized fmod is nan where the quotient overflows).
+4. Finite floats must be within the dtype's tolerance of eager's — torch.testing.assert_close's
+   defaults (`|a - e| <= atol + rtol * |e|`) unless the spec overrides them with a reason.
+5. Failing that, the compiled result may be no further from the float64 reference than eager is:
+   `max|a - r| <= K * max|e - r| + atol`, the maximum (infinity norm) taken over the elements finite in
+   all three, with K = 2. A result computed in more precision than eager's (the fuser keeps half
+   values in float32) passes here; a wrong lowering does not.
+
+Strides are not part of the verdict, but where a dense result's strides differ from eager's the
+verdict carries a note saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+K = 2.0
+TOLERANCES = {  # torch.testing.assert_close's defaults: (rtol, atol)
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+@dataclass
+class Verdict:
+    ok: bool = True
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> Verdict:
+        self.ok = False
+        self.message = message
+        return self
+
+
+def compare(actual, expected, reference=None, tolerance: tuple[float, float] | None = None) -> Verdict:
+    verdict = Verdict()
+    _compare(actual, expected, reference, tolerance, verdict, "result")
+    return verdict
+
+
+def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str) -> None:
+    if not verdict.ok:
+        return
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            verdict.fail(f"{path}: expected a tensor, got {type(actual).__name__}")
+            return
+        ref = reference if isinstance(reference, torch.Tensor) else None
+        message = compare_tensors(actual, expected, ref, tolerance, verdict.notes, path)
+        if message:
+            verdict.fail(message)
+        return
+    if isinstance(expected, tuple | list):
+        if not isinstance(actual, tuple | list) or len(actual) != len(expected):
+            verdict.fail(f"{path}: expected {len(expected)} values, got {_summary(actual)}")
+            return
+        references = (
+            reference if isinstance(reference, tuple | list) and len(reference) == len(expected) else None
+        )
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            _compare(a, e, references[i] if references else None, tolerance, verdict, f"{path}[{i}]")
+        return
+    if actual != expected and not (_is_nan(actual) and _is_nan(expected)):
+        verdict.fail(f"{path}: expected {expected!r}, got {actual!r}")
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _summary(value) -> str:
+    if isinstance(value, tuple | list):
+        return f"{len(value)} values"
+    return type(value).__name__
+
+
+def compare_tensors(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    reference: torch.Tensor | None,
+    tolerance: tuple[float, float] | None,
+    notes: list[str],
+    path: str,
+) -> str:
+    """'' when `actual` is eager's answer, else one line saying how it is not."""
+    if actual.shape != expected.shape:
+        return f"{path}: shape {list(actual.shape)}, eager's is {list(expected.shape)}"
+    if actual.dtype != expected.dtype:
+        return f"{path}: dtype {actual.dtype}, eager's is {expected.dtype}"
+    if actual.device.type != expected.device.type:
+        return f"{path}: device {actual.device}, eager's is {expected.device}"
+    if actual.numel() > 1 and actual.stride() != expected.stride():
+        notes.append(f"{path}: strides {actual.stride()}, eager's {expected.stride()}")
+    if actual.numel() == 0:
+        return ""
+    a, e = actual.detach().cpu(), expected.detach().cpu()
+    if not expected.dtype.is_floating_point:
+        wrong = a != e
+        if not wrong.any():
+            return ""
+        return f"{path}: {_count(wrong)} differ; " + _first(wrong, a, e, None)
+    return _compare_floats(a, e, reference, tolerance or TOLERANCES[expected.dtype], path)
+
+
+def _compare_floats(a, e, reference, tolerance, path: str) -> str:
+    rtol, atol = tolerance
+    a64, e64 = a.to(torch.float64), e.to(torch.float64)
+    r64 = None
+    if reference is not None and reference.shape == a.shape:
+        r64 = reference.detach().cpu().to(torch.float64)
+    # Classes: nan, +inf, -inf, finite. A class differing from eager's may match the reference's.
+    a_class, e_class = _classes(a64), _classes(e64)
+    differ = a_class != e_class
+    if differ.any():
+        if r64 is None:
+            return f"{path}: nan/inf at {_count(differ)} differ from eager's; " + _first(
+                differ, a64, e64, None
+            )
+        r_class = _classes(r64.to(a.dtype).to(torch.float64))
+        unexplained = differ & (a_class != r_class)
+        if unexplained.any():
+            return (
+                f"{path}: nan/inf at {_count(unexplained)} differ from eager's and the float64 reference's; "
+                + _first(unexplained, a64, e64, r64)
+            )
+    finite = (a_class == 0) & (e_class == 0)
+    close = (a64 - e64).abs() <= atol + rtol * e64.abs()
+    far = finite & ~close
+    if not far.any():
+        return ""
+    where = f"{_count(far)} beyond rtol={rtol:g}, atol={atol:g}"
+    if r64 is None:
+        return f"{path}: {where} (no float64 reference); " + _first(far, a64, e64, None)
+    comparable = finite & r64.isfinite()
+    if not comparable.any():
+        return f"{path}: {where}; " + _first(far, a64, e64, r64)
+    actual_error = (a64 - r64).abs()[comparable].max().item()
+    eager_error = (e64 - r64).abs()[comparable].max().item()
+    if actual_error <= K * eager_error + atol:
+        return ""
+    return (
+        f"{path}: {where}, and further from float64 than eager is: max error {actual_error:.3g} > "
+        f"{K:g} x eager's {eager_error:.3g} + atol; " + _first(far, a64, e64, r64)
+    )
+
+
+def _classes(x: torch.Tensor) -> torch.Tensor:
+    """0 finite, 1 nan, 2 +inf, 3 -inf."""
+    out = torch.zeros(x.shape, dtype=torch.int8)
+    out[x.isnan()] = 1
+    out[x == float("inf")] = 2
+    out[x == float("-inf")] = 3
+    return out
+
+
+def _count(mask: torch.Tensor) -> str:
+    return f"{int(mask.sum())} of {mask.numel()} elements"
+
+
+def _first(mask: torch.Tensor, a, e, r) -> str:
+    """The worst (or first) offending element, with every answer at it."""
+    if a.dtype.is_floating_point:
+        gap = torch.where(
+            mask, (a.to(torch.float64) - e.to(torch.float64)).abs().nan_to_num(float("inf")), -1.0
+        )
+        flat = int(gap.reshape(-1).argmax())
+    else:
+        flat = int(mask.reshape(-1).nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)) if mask.dim() else ()
+    text = f"at {list(index)}: compiled {a[index].item()!r}, eager {e[index].item()!r}"
+    if r is not None:
+        text += f", float64 reference {r[index].item()!r}"
+    return text

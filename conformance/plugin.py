@@ -1,0 +1,227 @@
+"""The conformance suite's pytest plugin (registered through the `pytest11` entry point).
+
+Options: `--backend` (fuser, inductor, aot_eager, eager, or module:callable), `--device` (cpu, cuda),
+`--op`, `--dtype`, `--context`, `--direction` (each repeatable or comma-separated), `--tier` (quick
+for a pull request, full) and `--conformance-report DIR` (JSON + Markdown written there).
+
+The plugin parametrizes `conformance/test_ops.py` with one case per op x dtype x context x direction
+that the tier selects, marks the cases the ledger expects to fail as strict xfails (one that passes
+fails the run), refuses a ledger entry that matches no case (a typo, or a fixed bug), prints a
+command that reruns exactly a failing case, and writes the report at the end.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+
+from conformance import report
+from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
+from conformance.catalog import SPECS
+from conformance.ledger import Ledger
+from conformance.runner import resolve_backend, supported_dtypes
+from conformance.tiers import TIER_NAMES, cases_for
+
+FIXTURE = "conformance_case"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "op conformance against eager PyTorch")
+    group.addoption("--backend", default="fuser", help="torch.compile backend, or module:callable")
+    group.addoption("--device", default="cpu", choices=DEVICES)
+    group.addoption("--tier", default="quick", choices=TIER_NAMES)
+    for name, known in (("op", None), ("dtype", DTYPES), ("context", CONTEXTS), ("direction", DIRECTIONS)):
+        group.addoption(
+            f"--{name}",
+            action="append",
+            default=[],
+            help=f"only these (repeatable, comma-separated){'; one of ' + ', '.join(known) if known else ''}",
+        )
+    group.addoption("--conformance-report", default=None, help="directory for the JSON and Markdown report")
+    group.addoption("--ledger", default=None, help="expected-failures file (default: the packaged one)")
+
+
+@dataclass(frozen=True)
+class Selection:
+    backend: str
+    device: str
+    tier: str
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    contexts: tuple[str, ...]
+    directions: tuple[str, ...]
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.ops or self.dtypes or self.contexts or self.directions)
+
+
+def _listed(config: pytest.Config, name: str, known=None) -> tuple[str, ...]:
+    values = tuple(v.strip() for option in config.getoption(name) for v in option.split(",") if v.strip())
+    unknown = [v for v in values if v not in (known if known is not None else SPECS)]
+    if unknown:
+        hint = (
+            ""
+            if known is not None
+            else " (see conformance.catalog.SPECS; ops are named like aten.add.Tensor)"
+        )
+        raise pytest.UsageError(f"--{name}: unknown {', '.join(unknown)}{hint}")
+    return values
+
+
+def selection(config: pytest.Config) -> Selection:
+    backend = config.getoption("backend")
+    try:
+        resolve_backend(backend)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    device = config.getoption("device")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError("--device cuda: this machine has no CUDA device")
+    return Selection(
+        backend=backend,
+        device=device,
+        tier=config.getoption("tier"),
+        ops=_listed(config, "op"),
+        dtypes=_listed(config, "dtype", DTYPES),
+        contexts=_listed(config, "context", CONTEXTS),
+        directions=_listed(config, "direction", DIRECTIONS),
+    )
+
+
+@cache
+def _dtypes(op: str, device: str) -> tuple[str, ...]:
+    return tuple(supported_dtypes(SPECS[op], device))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if FIXTURE not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    chosen = selection(config)
+    ledger = Ledger.load(Path(config.getoption("ledger")) if config.getoption("ledger") else None, SPECS)
+    every = [
+        key
+        for op in SPECS
+        for key in cases_for(SPECS[op], _dtypes(op, chosen.device), "full", chosen.backend, chosen.device)
+    ]
+    dead = ledger.unused(every, chosen.backend, chosen.device)
+    if dead:
+        lines = "\n".join(f"  {entry.op}: {entry.reason}" for entry in dead)
+        raise pytest.UsageError(
+            f"{ledger.path}: entries that match no case of this backend and device:\n{lines}"
+        )
+    params = []
+    for op in chosen.ops or SPECS:
+        for key in cases_for(
+            SPECS[op], _dtypes(op, chosen.device), chosen.tier, chosen.backend, chosen.device
+        ):
+            if chosen.dtypes and key.dtype not in chosen.dtypes:
+                continue
+            if chosen.contexts and key.context not in chosen.contexts:
+                continue
+            if chosen.directions and key.direction not in chosen.directions:
+                continue
+            entry = ledger.match(key)
+            marks = (
+                [pytest.mark.xfail(reason=entry.reason, strict=True, raises=AssertionError)] if entry else []
+            )
+            params.append(pytest.param(key, id=key.test_id, marks=marks))
+    config.stash[SELECTION] = chosen
+    metafunc.parametrize(FIXTURE, params)
+
+
+SELECTION = pytest.StashKey[Selection]()
+
+
+def rerun_command(key: CaseKey, tier: str) -> str:
+    options = ["--backend", key.backend, "--device", key.device, "--tier", tier, "--op", key.op]
+    options += ["--dtype", key.dtype, "--context", key.context, "--direction", key.direction]
+    return "nox -s conformance -- " + shlex.join(options)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    result = outcome.get_result()
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or FIXTURE not in callspec.params or result.when != "call":
+        return
+    key: CaseKey = callspec.params[FIXTURE]
+    tier = item.config.getoption("tier")
+    result.user_properties.append(("conformance_case", asdict(key)))
+    if result.failed:
+        result.sections.append(("rerun this case", rerun_command(key, tier)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collects each case's outcome (on the xdist controller too: workers forward their reports)."""
+    properties = dict(report.user_properties)
+    if report.when != "call" or "conformance_case" not in properties:
+        return
+    key = CaseKey(**properties["conformance_case"])
+    message = ""
+    if hasattr(report, "wasxfail"):
+        outcome = "xfailed" if report.skipped else "xpassed"
+        message = report.wasxfail
+    elif report.failed and str(report.longrepr).startswith("[XPASS(strict)]"):
+        outcome, message = "xpassed", str(report.longrepr)
+    else:
+        outcome = report.outcome
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if report.failed and crash is not None else ""
+    samples = int(properties.get("samples", 0))
+    config_results().append(report_module_result(key, outcome, report.duration, samples, message))
+
+
+_RESULTS: list = []
+
+
+def config_results() -> list:
+    return _RESULTS
+
+
+def report_module_result(key: CaseKey, outcome: str, duration: float, samples: int, message: str):
+    return report.CaseResult(key=key, outcome=outcome, duration_s=duration, samples=samples, message=message)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    results = config_results()
+    chosen = config.stash.get(SELECTION, None)
+    if not results or chosen is None:
+        return
+    terminalreporter.section("conformance")
+    terminalreporter.write_line(report.summary(results))
+    directory = config.getoption("conformance_report")
+    if directory:
+        meta = {
+            "backend": chosen.backend,
+            "device": chosen.device,
+            "device_name": torch.cuda.get_device_name() if chosen.device == "cuda" else "cpu",
+            "tier": chosen.tier,
+            "torch": torch.__version__,
+            "triton": _triton_version(),
+            "python": sys.version.split()[0],
+            "date": datetime.date.today().isoformat(),
+            "command": "pytest " + shlex.join(config.invocation_params.args),
+            "workers": os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"),
+        }
+        json_path, md_path = report.write(results, meta, Path(directory))
+        terminalreporter.write_line(f"report: {json_path} and {md_path}")
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+
+        return triton.__version__
+    except ImportError:
+        return "not installed"

@@ -1,0 +1,366 @@
+"""Runs one case — an op spec, a dtype, a fusion context and a direction — under a backend.
+
+All the case's samples go into one program (one compile per case, not per sample), written out as
+straight-line source so that Dynamo traces it quickly and a failure can show the exact call:
+
+    def program(in0, in1, in2):
+        return [
+            wrap_out(op(wrap_in(in0), wrap_in(in1), alpha=2)),
+            ...
+        ]
+
+Eager runs the same program one sample at a time; a sample eager rejects (or whose result PyTorch's
+own meta function disagrees with) is dropped, so only calls with one right answer are compared. The
+float64 reference is eager on the same samples with floating tensors widened to float64. Inputs are
+compared after the call as well, so an in-place op that fails to write back (or a kernel that writes
+into an input it should not) fails too. Backward compares the gradients of every floating input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from conformance.contexts import WRAPPERS
+from conformance.oracle import TOLERANCES, compare
+from conformance.samples import Sample, generate
+from conformance.specs import OpSpec
+from conformance.values import inf, nan, replicate
+
+STANDARD_BACKENDS = ("fuser", "inductor", "aot_eager", "eager")
+
+
+def resolve_backend(name: str) -> str | Callable:
+    """A backend name torch.compile knows, or 'module:callable' for any other backend."""
+    if name in STANDARD_BACKENDS:
+        return name
+    module, colon, attribute = name.partition(":")
+    if not colon or not module or not attribute:
+        raise ValueError(
+            f"--backend {name!r}: expected one of {', '.join(STANDARD_BACKENDS)} or 'module:callable'"
+        )
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"--backend {name!r}: cannot load it: {error}") from None
+
+
+@dataclass
+class CaseRun:
+    """What one case did: how many samples ran, what failed, and notes (dropped samples, strides)."""
+
+    samples: int = 0
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+# --- the program ----------------------------------------------------------------------------------
+
+
+class Program:
+    """Straight-line source calling the op once per sample, with the context's wrappers."""
+
+    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample]):
+        self.spec, self.samples = spec, list(samples)
+        self.slots: list[list[int]] = []  # per sample: indices into the flat input list
+        self.inputs: list[torch.Tensor] = []
+        lines = []
+        for sample in self.samples:
+            seen: dict[int, int] = {}
+            slots = []
+
+            def literal(value, seen=seen, slots=slots) -> str:
+                if isinstance(value, torch.Tensor):
+                    if id(value) not in seen:
+                        seen[id(value)] = len(self.inputs)
+                        slots.append(len(self.inputs))
+                        self.inputs.append(value)
+                    return f"wrap_in(in{seen[id(value)]})"
+                if isinstance(value, list | tuple):
+                    inner = ", ".join(literal(v) for v in value)
+                    return (
+                        f"[{inner}]"
+                        if isinstance(value, list)
+                        else f"({inner}{',' if len(value) == 1 else ''})"
+                    )
+                if isinstance(value, torch.dtype):
+                    return str(value)
+                return repr(value)  # numbers (inf and nan are names in the globals), strings, None
+
+            arguments = [literal(a) for a in sample.args] + [
+                f"{k}={literal(v)}" for k, v in sample.kwargs.items()
+            ]
+            lines.append(f"        wrap_out(op({', '.join(arguments)})),")
+            self.slots.append(slots)
+        header = f"def program({', '.join(f'in{i}' for i in range(len(self.inputs)))}):"
+        self.lines = lines
+        self.source = "\n".join([header, "    return [", *lines, "    ]"])
+        wrap_in, wrap_out = WRAPPERS[context]
+        self.namespace = {
+            "op": spec.overload,
+            "torch": torch,
+            "inf": inf,
+            "nan": nan,
+            "wrap_in": wrap_in or (lambda x: x),
+            "wrap_out": _mapped(wrap_out) if wrap_out else (lambda y: y),
+        }
+
+    def function(self) -> Callable:
+        namespace = dict(self.namespace)
+        exec(compile(self.source, f"<conformance {self.spec.op}>", "exec"), namespace)
+        return namespace["program"]
+
+
+def _mapped(wrapper: Callable) -> Callable:
+    def wrap(value):
+        if isinstance(value, torch.Tensor):
+            return wrapper(value)
+        if isinstance(value, tuple | list):
+            return tuple(wrap(v) for v in value)
+        return value
+
+    return wrap
+
+
+def fresh_inputs(tensors: Sequence[torch.Tensor], *, widen: bool = False, grad: bool = False) -> list:
+    """Independent copies (same layout); widened to float64 for the reference; leaves for backward."""
+    copies = []
+    for tensor in tensors:
+        copy = replicate(tensor)
+        if widen and copy.dtype.is_floating_point:
+            copy = copy.to(torch.float64)
+        if grad and copy.dtype.is_floating_point:
+            copy = copy.detach().requires_grad_()
+        copies.append(copy)
+    return copies
+
+
+def quietly(fn: Callable, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+# --- eager, meta and the reference, one sample at a time ------------------------------------------
+
+
+@dataclass
+class Expected:
+    sample: Sample
+    program: Program  # the one-sample program
+    output: object
+    inputs_after: list[torch.Tensor]
+    reference: object | None
+    grads: list | None = None
+    reference_grads: list | None = None
+    grad_outputs: list | None = None
+
+
+def floating_outputs(output) -> list[torch.Tensor]:
+    flat = output if isinstance(output, tuple | list) else [output]
+    found = []
+    for value in flat:
+        if isinstance(value, tuple | list):
+            found += floating_outputs(value)
+        elif isinstance(value, torch.Tensor) and value.dtype.is_floating_point and value.requires_grad:
+            found.append(value)
+    return found
+
+
+def grad_outputs_for(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return [
+        torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype).to(o.device)
+        for o in outputs
+    ]
+
+
+def gradients(outputs: list[torch.Tensor], leaves: list, grad_outputs: list) -> list:
+    wanted = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor) and leaf.requires_grad]
+    if not outputs or not wanted:
+        raise ValueError("nothing to differentiate: no floating output or input")
+    found = iter(torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True))
+    return [next(found) if isinstance(leaf, torch.Tensor) and leaf.requires_grad else None for leaf in leaves]
+
+
+def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int) -> Expected:
+    """Eager's answer for one sample, or an exception when eager (or its meta function) rejects it."""
+    program = Program(spec, context, [sample])
+    run = program.function()
+    inputs = fresh_inputs(program.inputs, grad=backward)
+    output = quietly(run, *inputs)[0]
+    meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
+    if not same_structure(meta, output):
+        raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
+    expected = Expected(sample, program, output, inputs, None)
+    try:
+        widened = fresh_inputs(program.inputs, widen=True, grad=backward)
+        expected.reference = quietly(run, *widened)[0]
+    except Exception:
+        widened = None  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
+    if backward:
+        outputs = floating_outputs(output)
+        expected.grad_outputs = grad_outputs_for(outputs, seed)
+        expected.grads = gradients(outputs, inputs, expected.grad_outputs)
+        if widened is not None and expected.reference is not None:
+            reference_outputs = floating_outputs(expected.reference)
+            if len(reference_outputs) == len(outputs):
+                wide = [g.to(torch.float64) for g in expected.grad_outputs]
+                try:
+                    expected.reference_grads = gradients(reference_outputs, widened, wide)
+                except Exception:
+                    expected.reference_grads = None
+    return expected
+
+
+def same_structure(meta, real) -> bool:
+    if isinstance(real, torch.Tensor):
+        return isinstance(meta, torch.Tensor) and meta.dtype == real.dtype and meta.shape == real.shape
+    if isinstance(real, tuple | list):
+        return (
+            isinstance(meta, tuple | list) and len(meta) == len(real) and all(map(same_structure, meta, real))
+        )
+    return True
+
+
+# --- one case ---------------------------------------------------------------------------------------
+
+
+def run_case(
+    spec: OpSpec,
+    dtype: str,
+    context: str,
+    direction: str,
+    backend: str,
+    device: str,
+    tier: str,
+    compile_options: dict | None = None,
+) -> CaseRun:
+    backward = direction == "bwd"
+    result = CaseRun()
+    kept: list[Expected] = []
+    rejected: dict[str, int] = {}
+    for number, sample in enumerate(generate(spec, dtype, tier)):
+        sample = on_device(sample, device)
+        try:
+            kept.append(expect(spec, context, sample, backward, seed=number))
+        except Exception as error:
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0][:120] if str(error) else ''}"
+            rejected[reason] = rejected.get(reason, 0) + 1
+    if rejected:
+        result.notes.append(
+            "samples eager rejects (dropped): "
+            + "; ".join(f"{count} x {reason}" for reason, count in sorted(rejected.items()))
+        )
+    if not kept:
+        result.failures.append(
+            f"no sample ran: eager rejected all of them ({result.notes[-1] if result.notes else 'none made'})"
+        )
+        return result
+    result.samples = len(kept)
+
+    batch = Program(spec, context, [e.sample for e in kept])
+    result.source = batch.source
+    torch._dynamo.reset()
+    compiled = torch.compile(batch.function(), backend=resolve_backend(backend), dynamic=False)
+    inputs = fresh_inputs(batch.inputs, grad=backward)
+    try:
+        outputs = quietly(compiled, *inputs)
+        grads = None
+        if backward:
+            flat_outputs, flat_grad_outputs = [], []
+            for expected, output in zip(kept, outputs, strict=True):
+                found = floating_outputs(output)
+                flat_outputs += found
+                flat_grad_outputs += [
+                    g.to(o.dtype) for g, o in zip(expected.grad_outputs, found, strict=True)
+                ]
+            grads = gradients(flat_outputs, inputs, flat_grad_outputs)
+    except Exception as error:
+        raise CompiledProgramError(
+            f"the compiled program raised {type(error).__name__}: {error}\n"
+            f"(eager ran all {len(kept)} samples; program:\n{batch.source})"
+        ) from error
+    finally:
+        torch._dynamo.reset()
+
+    for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
+        line = batch.lines[index].strip().removesuffix(",")
+        where = f"sample {index} [{expected.sample.label}]: {line}"
+        slots = batch.slots[index]
+        tolerance = tolerance_for(spec, dtype, [inputs[i] for i in slots], expected.output)
+        if backward:
+            actual_grads = [grads[i] for i in slots]
+            verdict = compare(actual_grads, expected.grads, expected.reference_grads, tolerance)
+            if not verdict.ok:
+                result.failures.append(f"{where}\n  gradients: {verdict.message}")
+            continue
+        verdict = compare(output, expected.output, expected.reference, tolerance)
+        if not verdict.ok:
+            result.failures.append(f"{where}\n  output: {verdict.message}")
+        elif verdict.notes:
+            result.notes.append(f"{where}: {verdict.notes}")
+        after = [inputs[i] for i in slots]
+        verdict = compare(after, expected.inputs_after, None, tolerance)
+        if not verdict.ok:
+            result.failures.append(f"{where}\n  inputs after the call: {verdict.message}")
+    return result
+
+
+def tolerance_for(spec: OpSpec, dtype: str, inputs: list, output) -> tuple[float, float] | None:
+    """The spec's override, else the loosest default among the floating dtypes the call involves: a
+    float64 result computed from float32 inputs is only as exact as float32 arithmetic."""
+    if spec.tolerance and dtype in spec.tolerance:
+        return spec.tolerance[dtype]
+    involved = [t.dtype for t in [*inputs, *_tensors(output)] if t.dtype in TOLERANCES]
+    if not involved:
+        return None
+    return max((TOLERANCES[d] for d in involved), key=lambda rtol_atol: rtol_atol[0])
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+class CompiledProgramError(AssertionError):
+    """The backend raised where eager did not."""
+
+
+def on_device(sample: Sample, device: str) -> Sample:
+    if device == "cpu":
+        return sample
+    moved: dict[int, torch.Tensor] = {}
+
+    def move(value):
+        if isinstance(value, torch.Tensor):
+            if id(value) not in moved:
+                moved[id(value)] = replicate(value, device)
+            return moved[id(value)]
+        if isinstance(value, list | tuple):
+            return type(value)(move(v) for v in value)
+        return value
+
+    return Sample(move(sample.args), {k: move(v) for k, v in sample.kwargs.items()}, sample.label)
+
+
+def supported_dtypes(spec: OpSpec, device: str, tier: str = "quick", probes: int = 3) -> list[str]:
+    """The spec's dtypes that eager accepts on `device` for at least one of the first samples."""
+    found = []
+    for dtype in spec.dtypes:
+        for sample in generate(spec, dtype, tier)[:probes]:
+            try:
+                expect(spec, "alone", on_device(sample, device), False, 0)
+            except Exception:
+                continue
+            found.append(dtype)
+            break
+    return found

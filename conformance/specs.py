@@ -1,0 +1,130 @@
+"""Op specs: one declarative entry per aten overload, checked when it is made.
+
+A spec says how to make the op's samples (`family`, and the family's knobs: `variants` for attribute
+arguments, `domain` and `edges` for values, `nonzero` for integer divisors, `args` for shaped ops),
+which dtypes to try (those eager rejects on this device are dropped, never reported as passing),
+whether the op is differentiable, and any tolerance override with its reason.
+
+Every field is checked when the spec is made: an unknown field, an op that is not a real overload, a
+dtype or family name that does not exist, a variant keyword the op's schema does not have, or an
+override without a reason is a `SpecError`, so a typo can never silently disable a test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from conformance.values import DTYPES
+
+FAMILIES = ("elementwise", "reduction", "shaped")
+CATEGORIES = ("pointwise", "inplace", "cast", "reduction", "normalization", "view", "backward", "fallback")
+
+
+class SpecError(ValueError):
+    """A malformed op spec; the message names the op and the field."""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: str  # "aten.add.Tensor"
+    family: str
+    category: str
+    dtypes: tuple[str, ...] = tuple(DTYPES)
+    differentiable: bool = False
+    variants: tuple[dict[str, Any], ...] = ({},)
+    domain: tuple[float, float] | None = None  # where random values are drawn (awkward values always are)
+    edges: tuple[float, ...] = ()  # extra awkward values: the op's domain edges and singularities
+    nonzero: tuple[str, ...] = ()  # operands kept clear of 0 and -1 for integer dtypes (division)
+    cast_safe: bool = False  # inputs finite and in range where the call casts to an integer dtype
+    args: Callable | None = None  # shaped family: args(x, make) -> [(args, kwargs), ...]
+    tolerance: dict[str, tuple[float, float]] | None = None  # dtype -> (rtol, atol)
+    tolerance_reason: str = ""
+
+    @property
+    def overload(self) -> torch._ops.OpOverload:
+        return resolve(self.op)
+
+    @property
+    def name(self) -> str:
+        return self.op
+
+
+def resolve(op: str) -> torch._ops.OpOverload:
+    """'aten.add.Tensor' -> torch.ops.aten.add.Tensor, or a SpecError naming what is missing."""
+    parts = op.split(".")
+    if len(parts) != 3:
+        raise SpecError(f"op {op!r}: expected 'namespace.name.overload', e.g. 'aten.add.Tensor'")
+    namespace, name, overload = parts
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        found = getattr(packet, overload)
+    except (AttributeError, RuntimeError) as error:
+        raise SpecError(f"op {op!r} is not an operator overload in this torch: {error}") from None
+    if not isinstance(found, torch._ops.OpOverload):
+        raise SpecError(f"op {op!r} is not an operator overload")
+    return found
+
+
+FIELDS = {f.name for f in dataclasses.fields(OpSpec)}
+
+
+def spec(op: str, **fields: Any) -> OpSpec:
+    """Make and check one spec."""
+    unknown = set(fields) - FIELDS
+    if unknown:
+        raise SpecError(f"op {op!r}: unknown field(s) {sorted(unknown)}; known: {sorted(FIELDS)}")
+    made = OpSpec(op=op, **fields)
+    check(made)
+    return made
+
+
+def check(s: OpSpec) -> None:
+    overload = resolve(s.op)
+
+    def fail(message: str) -> None:
+        raise SpecError(f"op {s.op!r}: {message}")
+
+    if s.family not in FAMILIES:
+        fail(f"family {s.family!r} is not one of {FAMILIES}")
+    if s.category not in CATEGORIES:
+        fail(f"category {s.category!r} is not one of {CATEGORIES}")
+    bad = [d for d in s.dtypes if d not in DTYPES]
+    if bad or not s.dtypes:
+        fail(f"unknown dtype(s) {bad}; known: {list(DTYPES)}" if bad else "no dtypes")
+    arguments = {a.name for a in overload._schema.arguments}
+    for variant in s.variants:
+        if not isinstance(variant, dict):
+            fail(f"variant {variant!r} is not a dict of keyword arguments")
+        typos = set(variant) - arguments
+        if typos:
+            fail(f"variant keyword(s) {sorted(typos)} are not arguments of {overload._schema}")
+    typos = set(s.nonzero) - arguments
+    if typos:
+        fail(f"nonzero names {sorted(typos)} are not arguments of {overload._schema}")
+    if s.domain is not None and not (len(s.domain) == 2 and s.domain[0] < s.domain[1]):
+        fail(f"domain {s.domain!r} is not (low, high) with low < high")
+    if (s.family == "shaped") != (s.args is not None):
+        fail("the shaped family needs args(x, make), and only it takes them")
+    if s.tolerance is not None:
+        bad = [d for d in s.tolerance if d not in DTYPES]
+        if bad:
+            fail(f"tolerance for unknown dtype(s) {bad}")
+        if not s.tolerance_reason.strip():
+            fail("a tolerance override needs tolerance_reason: why this op may differ more")
+    elif s.tolerance_reason:
+        fail("tolerance_reason without a tolerance override")
+
+
+def registry(specs: Iterable[OpSpec]) -> dict[str, OpSpec]:
+    """Specs by op name; one entry per overload."""
+    found: dict[str, OpSpec] = {}
+    for s in specs:
+        if s.op in found:
+            raise SpecError(f"op {s.op!r} has two specs: one entry per overload")
+        found[s.op] = s
+    return found

@@ -1,0 +1,170 @@
+"""Reports of a run: JSON totals and cases, the Markdown op × dtype matrix and its failures, the summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.caseid import CaseKey
+from conformance.report import CaseResult, filename_safe, markdown, summary, to_json, write
+
+META = {
+    "backend": "fuser",
+    "device": "cpu",
+    "tier": "quick",
+    "torch": "2.13.0",
+    "command": "pytest conformance",
+}
+
+
+def result(op, dtype, outcome, direction="fwd", context="alone", duration_s=0.01, message=""):
+    key = CaseKey(op, dtype, context, direction, "fuser", "cpu")
+    return CaseResult(key, outcome, duration_s, samples=4, message=message)
+
+
+def a_run() -> list[CaseResult]:
+    return [
+        result("aten.sin.default", "float32", "passed"),
+        result("aten.sin.default", "float32", "passed", direction="bwd"),
+        result("aten.add.Tensor", "float16", "passed"),
+        result(
+            "aten.add.Tensor", "float16", "failed", context="producer", message="max abs error 0.5\ntraceback"
+        ),
+        result("aten.add.Tensor", "float16", "xfailed", direction="bwd", message="known: half backward"),
+        result("aten.add.Tensor", "int8", "skipped"),
+        result("aten.add.Tensor", "float32", "xpassed", duration_s=2.5),
+    ]
+
+
+def table_rows(report: str) -> list[list[str]]:
+    lines = [line for line in report.splitlines() if line.startswith("|") and "---" not in line]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_the_json_counts_each_outcome_the_ops_and_each_ops_cases():
+    data = to_json(a_run(), META)
+    assert data["meta"] == META
+    totals = data["totals"]
+    assert (totals["ops"], totals["cases"]) == (2, 7)
+    assert [totals[o] for o in ("passed", "failed", "xfailed", "xpassed", "skipped", "error")] == [
+        3,
+        1,
+        1,
+        1,
+        1,
+        0,
+    ]
+    assert totals["duration_s"] == pytest.approx(2.56)
+    assert data["per_op"]["aten.sin.default"]["passed"] == 2
+    assert data["per_op"]["aten.add.Tensor"]["failed"] == 1
+
+
+def test_the_json_lists_every_case_flat_sorted_by_id_and_serialisable():
+    cases = json.loads(json.dumps(to_json(a_run(), META)))["cases"]
+    assert len(cases) == 7
+    assert [case["id"] for case in cases] == sorted(case["id"] for case in cases)
+    failed = next(case for case in cases if case["outcome"] == "failed")
+    assert failed["id"] == "aten.add.Tensor-float16-producer-fwd"
+    assert (failed["op"], failed["dtype"], failed["context"], failed["backend"], failed["samples"]) == (
+        "aten.add.Tensor",
+        "float16",
+        "producer",
+        "fuser",
+        4,
+    )
+
+
+def test_the_markdown_matrix_has_a_row_per_op_and_a_column_per_dtype_that_ran():
+    header, *rows = table_rows(markdown(a_run(), META))
+    assert header == ["op", "float16", "float32", "int8"]
+    assert [row[0] for row in rows] == ["`aten.add.Tensor`", "`aten.sin.default`"]
+    assert all(len(row) == len(header) for row in rows)
+
+
+def test_a_cell_shows_fwd_and_bwd_with_the_worst_news_and_its_count():
+    add, sin = table_rows(markdown(a_run(), META))[1:]
+    assert add[1:] == ["❌ 1/2 · ⚠️", "❌ 1/1 · —", "⏭️ · —"]
+    assert sin[1:] == ["—", "✅ · ✅", "—"]
+
+
+def test_the_markdown_names_backend_device_totals_and_a_legend():
+    report = markdown(a_run(), META)
+    assert report.startswith("### Conformance: `fuser` on cpu\n")
+    assert "2 ops, 7 cases: 3 passed, 1 failed, 1 xfailed, 1 xpassed, 1 skipped, 0 errors" in report
+    assert "tier quick · torch 2.13.0 · `pytest conformance`" in report
+    assert "A cell reads fwd · bwd. ✅ all that ran passed" in report
+
+
+def test_failed_and_xpassed_cases_are_listed_under_failures_with_the_first_line_of_their_message():
+    report = markdown(a_run(), META)
+    failures = report.split("#### Failures (2)\n", 1)[1].splitlines()
+    assert failures == [
+        "- `aten.add.Tensor-float16-producer-fwd` — failed: max abs error 0.5",
+        "- `aten.add.Tensor-float32-alone-fwd` — xpassed: passed, but the ledger expects it to fail: remove its entry",
+    ]
+    assert "traceback" not in report
+
+
+def test_a_long_failure_message_is_cut_to_one_short_line():
+    report = markdown([result("aten.add.Tensor", "float32", "error", message="x" * 500)], META)
+    (line,) = [line for line in report.splitlines() if line.startswith("- ")]
+    assert line.endswith("…") and len(line) < 300
+
+
+def test_a_run_without_problems_says_there_are_no_failures():
+    report = markdown([result("aten.add.Tensor", "float32", "passed")], META)
+    assert "No failures." in report and "#### Failures" not in report
+
+
+def test_a_run_without_cases_makes_a_report_that_says_so():
+    assert "No cases ran." in markdown([], META)
+    assert to_json([], META)["totals"]["cases"] == 0
+    assert summary([]) == "0 ops, 0 cases: 0 passed, 0 failed, 0 xfailed, 0 xpassed, 0 skipped, 0 errors"
+
+
+def test_the_summary_gives_the_totals_and_the_five_slowest_cases_slowest_first():
+    run = [
+        result("aten.add.Tensor", "float32", "passed", context=c, duration_s=t)
+        for c, t in [
+            ("alone", 0.5),
+            ("producer", 3.0),
+            ("consumer", 0.1),
+            ("into_reduction", 1.0),
+            ("from_reduction", 2.0),
+        ]
+    ]
+    run.append(result("aten.sin.default", "float32", "passed", duration_s=0.05))
+    lines = summary(run).splitlines()
+    assert lines[0].startswith("2 ops, 6 cases: 6 passed")
+    assert lines[1] == "slowest 5:"
+    assert [line.split()[-1] for line in lines[2:]] == [
+        "aten.add.Tensor-float32-producer-fwd",
+        "aten.add.Tensor-float32-from_reduction-fwd",
+        "aten.add.Tensor-float32-into_reduction-fwd",
+        "aten.add.Tensor-float32-alone-fwd",
+        "aten.add.Tensor-float32-consumer-fwd",
+    ]
+    assert "3.00 s" in lines[2]
+
+
+def test_an_unknown_outcome_is_refused():
+    with pytest.raises(ValueError, match="'xfail'"):
+        result("aten.add.Tensor", "float32", "xfail")
+
+
+@pytest.mark.parametrize(
+    ("name", "safe"),
+    [("fuser", "fuser"), ("my.backends:fast", "my.backends_fast"), ("a/b\\c d", "a_b_c_d"), ("..", "_")],
+)
+def test_a_backend_name_is_made_safe_for_a_file_name(name, safe):
+    assert filename_safe(name) == safe
+
+
+def test_write_puts_json_and_markdown_named_after_backend_and_device_into_the_directory(tmp_path):
+    meta = {**META, "backend": "my.backends:fast"}
+    json_path, markdown_path = write(a_run(), meta, tmp_path / "reports")
+    assert json_path == tmp_path / "reports" / "conformance-my.backends_fast-cpu.json"
+    assert markdown_path == tmp_path / "reports" / "conformance-my.backends_fast-cpu.md"
+    assert json.loads(json_path.read_text())["totals"]["cases"] == 7
+    assert markdown_path.read_text() == markdown(a_run(), meta)
