@@ -1,5 +1,6 @@
-"""Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `perfgate` (the perf gate: on a CPU
-machine its CPU tier) and `perf` (fuser / Inductor / eager side by side, with a plot)."""
+"""Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `conformance` (every op against eager,
+quick tier, with a report), `perfgate` (the perf gate: on a CPU machine its CPU tier) and `perf`
+(fuser / Inductor / eager side by side, with a plot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests", "perfgate"]
+nox.options.sessions = ["lint", "tests", "conformance", "perfgate"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = tomllib.loads(Path("pyproject.toml").read_text())
@@ -25,6 +26,27 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test,perf]")
     session.run(
         "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
+    )
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Run the op-conformance suite against a backend (`-- --backend inductor --tier full --op ...`)."""
+    session.install(TORCH)
+    session.install("-e", ".[test]")
+    options = list(session.posargs)
+    # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
+    workers = [] if "--op" in options else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
+    session.run(
+        "pytest",
+        "conformance/test_ops.py",
+        "-p",
+        "no:benchmark",
+        *workers,
+        "--conformance-report",
+        os.environ.get("CONFORMANCE_REPORT_DIR", "reports/conformance"),
+        *options,
+        env={"FUSER_STRICT": "1"},
     )
 
 

@@ -42,23 +42,21 @@ def _reduction(
 
 
 def reduction_specs() -> list[OpSpec]:
-    accumulate_wide = ({}, {"dtype": torch.float32}, {"dtype": torch.int64})
+    wide = {"dtype": torch.float32}
     softmax_pinned = ({"half_to_float": False},)
-    softmax_dtypes = ({}, {"dtype": torch.float32})
-    corrections = ({}, {"correction": 0}, {"correction": 2})
     return [
         # Sums and products; an explicit dtype casts the input before accumulating (cast_safe keeps the
         # float-to-integer casts defined).
-        _reduction("sum.default", dtypes=ALL, differentiable=True, variants=accumulate_wide, cast_safe=True),
         _reduction(
-            "sum.dim_IntList", dtypes=ALL, differentiable=True, variants=accumulate_wide, cast_safe=True
+            "sum.default",
+            dtypes=ALL,
+            differentiable=True,
+            variants=({}, wide, {"dtype": torch.int64}),
+            cast_safe=True,
         ),
-        _reduction(
-            "mean.default", dtypes=PROMOTING, differentiable=True, variants=({}, {"dtype": torch.float32})
-        ),
-        _reduction(
-            "mean.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"dtype": torch.float32})
-        ),
+        _reduction("sum.dim_IntList", dtypes=ALL, differentiable=True, variants=({}, wide)),
+        _reduction("mean.default", dtypes=PROMOTING, differentiable=True, variants=({}, wide)),
+        _reduction("mean.dim", dtypes=PROMOTING, differentiable=True, variants=({}, wide)),
         _reduction("prod.default", dtypes=ALL, differentiable=True),
         _reduction("prod.dim_int", dtypes=ALL, differentiable=True),
         # Extremes and their indices (ties pick the first index).
@@ -70,10 +68,12 @@ def reduction_specs() -> list[OpSpec]:
         _reduction("min.default", dtypes=ALL, differentiable=True),
         _reduction("argmax.default", dtypes=ALL, differentiable=False),
         _reduction("argmin.default", dtypes=ALL, differentiable=False),
-        # Moments.
-        _reduction("var.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
-        _reduction("std.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
-        _reduction("var_mean.correction", dtypes=PROMOTING, differentiable=True, variants=corrections),
+        # Moments: the default correction (1) and one other each (2 exceeds a short row's count).
+        _reduction("var.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 0})),
+        _reduction("std.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 2})),
+        _reduction(
+            "var_mean.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 0})
+        ),
         _reduction("var.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
         _reduction("std.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
         _reduction("logsumexp.default", dtypes=PROMOTING, differentiable=True),
@@ -84,16 +84,11 @@ def reduction_specs() -> list[OpSpec]:
         _reduction("all.dim", dtypes=ALL, differentiable=False),
         _reduction("all.dims", dtypes=ALL, differentiable=False),
         _reduction("all.default", dtypes=ALL, differentiable=False),
-        # Norms.
+        # Norms: the 2-norm and the max norm here, the 1-norm and the count of nonzeros under `norm`.
         _reduction(
-            "linalg_vector_norm.default",
-            dtypes=FLOATING,
-            differentiable=True,
-            variants=({}, {"ord": 1}, {"ord": inf}, {"ord": 0}),
+            "linalg_vector_norm.default", dtypes=FLOATING, differentiable=True, variants=({}, {"ord": inf})
         ),
-        _reduction(
-            "norm.ScalarOpt_dim", dtypes=FLOATING, differentiable=True, variants=({"p": None}, {"p": 3})
-        ),
+        _reduction("norm.ScalarOpt_dim", dtypes=FLOATING, differentiable=True, variants=({"p": 1}, {"p": 0})),
         # Softmax and log-softmax: a max, an exp-sum and a pointwise pass over one row.
         _reduction(
             "_softmax.default",
@@ -110,17 +105,13 @@ def reduction_specs() -> list[OpSpec]:
             category="normalization",
         ),
         _reduction(
-            "softmax.int",
-            dtypes=FLOATING,
-            differentiable=True,
-            variants=softmax_dtypes,
-            category="normalization",
+            "softmax.int", dtypes=FLOATING, differentiable=True, variants=({}, wide), category="normalization"
         ),
         _reduction(
             "log_softmax.int",
             dtypes=FLOATING,
             differentiable=True,
-            variants=softmax_dtypes,
+            variants=({}, wide),
             category="normalization",
         ),
     ]

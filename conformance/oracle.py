@@ -137,6 +137,13 @@ def _compare_floats(a, e, reference, tolerance, path: str) -> str:
                 f"{path}: nan/inf at {_count(unexplained)} differ from eager's and the float64 reference's; "
                 + _first(unexplained, a64, e64, r64)
             )
+        # A finite value where eager has nan or inf must then be the reference's, within tolerance.
+        off = differ & (a_class == 0) & ((a64 - r64).abs() > atol + rtol * r64.abs())
+        if off.any():
+            return (
+                f"{path}: {_count(off)} finite where eager's are not, and not the float64 reference's; "
+                + _first(off, a64, e64, r64)
+            )
     finite = (a_class == 0) & (e_class == 0)
     close = (a64 - e64).abs() <= atol + rtol * e64.abs()
     far = finite & ~close

@@ -197,8 +197,16 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     scalar_slots = [i for i, o in enumerate(operands) if o.kind == "scalar"]
     counter = itertools.count()
 
-    def build(shapes: list, layouts: list[str], *, pick: int = 0, choice: dict | None = None, label: str):
-        """One call per variant (the quick tier tries every variant on the walk only)."""
+    def build(
+        shapes: list,
+        layouts: list[str],
+        *,
+        pick: int = 0,
+        choice: dict | None = None,
+        label: str,
+        every_variant=False,
+    ):
+        """One call per variant where asked (the full tier always asks), else the first variant only."""
         choice = choice or {}
         make = Maker(spec, dtype, seed_of(spec.op, dtype, next(counter)))
         args: list = []
@@ -232,7 +240,7 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
                     nonzero=operand.name in spec.nonzero and position > 0,
                 )
             )
-        variants = spec.variants if label.startswith("walk") or tier.name == "full" else spec.variants[:1]
+        variants = spec.variants if every_variant or tier.name == "full" else spec.variants[:1]
         for variant in variants:
             yield Sample(tuple(args), dict(variant), label + (f" ({', '.join(notes)})" if notes else ""))
 
@@ -250,7 +258,15 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     for label, choice in choices:
         every_pick = scalar_slots and (label == "walk" or (tier.name == "full" and label == "all 0-d"))
         for pick in range(len(SCALARS)) if every_pick else [0]:
-            yield from build([main], ["contiguous"], pick=pick, choice=choice, label=f"{label} {main}")
+            every_variant = label == "walk" and pick == 0
+            yield from build(
+                [main],
+                ["contiguous"],
+                pick=pick,
+                choice=choice,
+                label=f"{label} {main}",
+                every_variant=every_variant,
+            )
     family = {2: SHAPES_2, 3: SHAPES_3}.get(len(tensors), [(s,) for s in SHAPES_1])
     for shapes in family:
         yield from build(list(shapes), ["contiguous"], label=f"shapes {shapes}")
@@ -300,10 +316,14 @@ def reduction(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     for number, (shape, layout) in enumerate(shapes):
         make = Maker(spec, dtype, seed_of(spec.op, dtype, number))
         x = make(shape, layout=layout)
-        for k, dims in enumerate(reduction_dims(shape, dim_type)):
+        every = tier.name == "full" or (shape == tier.main and layout == "contiguous")
+        choices = reduction_dims(shape, dim_type)
+        if not every and len(shape) < 3:
+            choices = [choices[0]] + ([choices[-1]] if choices[-1] != choices[0] else [])
+        for k, dims in enumerate(choices):
             keepdim = bool(k % 2) if has_keepdim else None
             kwargs = {} if dims is None and dim_type and "?" in dim_type else None
-            for variant in spec.variants:
+            for variant in spec.variants if every else spec.variants[:1]:
                 call = dict(variant)
                 if dim_type is not None and kwargs is None:
                     call["dim"] = dims

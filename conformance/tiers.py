@@ -1,8 +1,10 @@
 """Tiers: which op x dtype x context x direction cases a run makes.
 
-- `quick` (every pull request, CPU in CI): every op alone, forward, in every dtype eager supports;
-  one fused context per op (the four rotate over the ops, so each context covers a quarter of them)
-  in the op's primary dtype; backward alone in the primary dtype. Samples are the quick tier's.
+- `quick` (every pull request, CPU in CI, under 15 minutes on two cores): every op alone, forward, in
+  each of QUICK_DTYPES it supports (bfloat16, float32, a wide and a narrow integer, bool) — views,
+  normalizations and fallbacks in their primary dtype and bfloat16, in-place twins in the primary; one fused context per op (the four rotate over
+  the ops, so each context covers a quarter of them) and backward alone, both in the primary dtype.
+  Samples are the quick tier's (attribute variants and scalar sweeps on the awkward-value walk only).
 - `full`: every dtype in every context, forward, and backward for every floating dtype; samples add
   large odd shapes (1823x781) and longer rows.
 
@@ -19,6 +21,10 @@ from conformance.specs import OpSpec
 from conformance.values import FLOATING
 
 TIER_NAMES = ("quick", "full")
+QUICK_DTYPES = ("bfloat16", "float32", "int64", "uint8", "bool")
+# Categories whose dtype handling is per-op code in a fusing backend; views, normalizations and eager
+# fallbacks run their primary dtype and bfloat16 in the quick tier, in-place twins their primary one.
+PER_DTYPE_IN_QUICK = ("pointwise", "cast", "reduction", "backward")
 FUSED = CONTEXTS[1:]
 
 
@@ -42,7 +48,15 @@ def cases_for(spec: OpSpec, dtypes: Sequence[str], tier: str, backend: str, devi
     if tier != "quick":
         raise ValueError(f"unknown tier {tier!r}; known: {', '.join(TIER_NAMES)}")
     rotation = FUSED[sum(map(ord, spec.op)) % len(FUSED)]
-    keys = [key(d, "alone", "fwd") for d in dtypes] + [key(main, rotation, "fwd")]
+    wanted = (
+        QUICK_DTYPES
+        if spec.category in PER_DTYPE_IN_QUICK
+        else ()
+        if spec.category == "inplace"
+        else ("bfloat16",)
+    )
+    quick = [d for d in dtypes if d in wanted] or [main]
+    keys = [key(d, "alone", "fwd") for d in dict.fromkeys([main, *quick])] + [key(main, rotation, "fwd")]
     if main in differentiable:
         keys.append(key(main, "alone", "bwd"))
     return keys

@@ -1,0 +1,110 @@
+"""Quality tests: the conformance suite, run as users run it (pytest with the plugin, in a fresh process),
+fails on a planted miscompile, fails when an expected failure starts passing, and refuses a ledger
+entry that matches nothing.
+
+The miscompile is the fuser's testing-only switch FUSER_TESTING_WRONG_LOWERING (never set by default):
+it makes one overload's lowering add one to its value.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ONE_CASE = ["--op", "aten.mul.Tensor", "--dtype", "float32", "--direction", "fwd"]
+
+
+def run_suite(*options: str, wrong_lowering: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "FUSER_TESTING_WRONG_LOWERING"}
+    env["FUSER_STRICT"] = "1"
+    if wrong_lowering:
+        env["FUSER_TESTING_WRONG_LOWERING"] = wrong_lowering
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance/test_ops.py",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *options,
+    ]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def ledger_file(tmp_path: Path, *, op: str = "aten.mul.Tensor", dtype: str = "float32") -> Path:
+    path = tmp_path / "expected_failures.toml"
+    path.write_text(
+        f'[[xfail]]\nop = "{op}"\nbackend = "fuser"\ndevice = "cpu"\ndtype = "{dtype}"\n'
+        'direction = "fwd"\ncontext = "alone"\nreason = "planted for this test"\n'
+    )
+    return path
+
+
+def test_a_wrong_lowering_fails_its_cases_alone_and_fused():
+    clean = run_suite(*ONE_CASE, "--context", "alone,producer,consumer")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    planted = run_suite(*ONE_CASE, "--context", "alone,producer,consumer", wrong_lowering="aten.mul.Tensor")
+    assert planted.returncode == 1, planted.stdout[-3000:]
+    assert "3 failed" in planted.stdout
+    assert "further from float64 than eager is" in planted.stdout or "differ" in planted.stdout
+    # Every failure names the one command that reruns exactly it.
+    assert (
+        "nox -s conformance -- --backend fuser --device cpu --tier quick --op aten.mul.Tensor"
+        in planted.stdout
+    )
+
+
+def test_a_wrong_lowering_of_another_op_leaves_these_cases_passing():
+    result = run_suite(*ONE_CASE, "--context", "alone", wrong_lowering="aten.add.Tensor")
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_an_expected_failure_that_passes_fails_the_run(tmp_path: Path):
+    result = run_suite(*ONE_CASE, "--context", "alone", "--ledger", str(ledger_file(tmp_path)))
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "XPASS(strict)" in result.stdout
+
+
+def test_an_expected_failure_that_fails_is_reported_as_expected(tmp_path: Path):
+    result = run_suite(
+        *ONE_CASE,
+        "--context",
+        "alone",
+        "--ledger",
+        str(ledger_file(tmp_path)),
+        wrong_lowering="aten.mul.Tensor",
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "1 xfailed" in result.stdout
+
+
+def test_a_ledger_entry_matching_no_case_is_refused(tmp_path: Path):
+    # bool is a dtype the suite knows, but mul's backward has no bool case: the entry can never match.
+    path = tmp_path / "expected_failures.toml"
+    path.write_text(
+        '[[xfail]]\nop = "aten.mul.Tensor"\nbackend = "fuser"\ndevice = "cpu"\ndtype = "bool"\n'
+        'direction = "bwd"\nreason = "a typo"\n'
+    )
+    result = run_suite("--collect-only", "--ledger", str(path))
+    assert result.returncode != 0
+    assert "match no case" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["--op", "aten.mull.Tensor"], "--op: unknown aten.mull.Tensor"),
+        (["--dtype", "float17"], "float17"),
+        (["--backend", "nonsense"], "module:callable"),
+    ],
+)
+def test_bad_options_are_usage_errors_that_name_the_problem(options, complaint):
+    result = run_suite("--collect-only", *options)
+    assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
+    assert complaint in result.stdout + result.stderr
