@@ -7,7 +7,9 @@ value exactly (so the op still sees the awkward values) but give a fusing backen
 
 - `producer`: every tensor input is computed by a pointwise op first (`-(-x)`, or `not not x`);
 - `consumer`: every tensor output feeds a pointwise op (the same identity);
-- `into_reduction`: every tensor output is summed over its last dim;
+- `into_reduction`: every tensor output is reduced by max over its last dim (max is exact and does
+  not depend on the order of the reduction, so there is one right answer; a zero-size last dim is
+  summed instead, as max has no identity);
 - `from_reduction`: every tensor input is the max over a broadcast dim of 3 copies of itself.
 
 Eager runs the same wrapped program, so the comparison stays one program against one program.
@@ -29,8 +31,10 @@ def same(x: torch.Tensor) -> torch.Tensor:
     return torch.neg(torch.neg(x))
 
 
-def summed(y: torch.Tensor) -> torch.Tensor:
-    return torch.sum(y, -1)
+def reduced(y: torch.Tensor) -> torch.Tensor:
+    if y.dim() and y.shape[-1] == 0:
+        return torch.sum(y, -1)
+    return torch.amax(y, -1)
 
 
 def max_of_copies(x: torch.Tensor) -> torch.Tensor:
@@ -43,6 +47,6 @@ WRAPPERS: dict[str, tuple[Callable | None, Callable | None]] = {
     "alone": (None, None),
     "producer": (same, None),
     "consumer": (None, same),
-    "into_reduction": (None, summed),
+    "into_reduction": (None, reduced),
     "from_reduction": (max_of_copies, None),
 }
