@@ -153,6 +153,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 [pytest.mark.xfail(reason=entry.reason, strict=True, raises=AssertionError)] if entry else []
             )
             params.append(pytest.param(key, id=key.test_id, marks=marks))
+    if not params:
+        # An empty selection would show as one skipped test: say why instead.
+        raise pytest.UsageError(
+            f"no conformance case matches this selection ({chosen}); check --op/--dtype/--device"
+        )
     config.stash[SELECTION] = chosen
     metafunc.parametrize(FIXTURE, params)
 

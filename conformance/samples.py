@@ -376,10 +376,13 @@ GENERATORS: dict[str, Callable[[Any, str, Tier], Iterator[Sample]]] = {
 
 
 def generate(spec: OpSpec, dtype: str, tier: str) -> list[Sample]:
-    samples = list(GENERATORS[spec.family](spec, dtype, TIERS[tier]))
-    if spec.cast_safe:
-        samples = [cast_safe(sample) for sample in samples]
-    return samples
+    return list(iter_samples(spec, dtype, tier))
+
+
+def iter_samples(spec: OpSpec, dtype: str, tier: str) -> Iterator[Sample]:
+    """The samples one at a time (probing a dtype needs only the first few)."""
+    for sample in GENERATORS[spec.family](spec, dtype, TIERS[tier]):
+        yield cast_safe(sample) if spec.cast_safe else sample
 
 
 def cast_safe(sample: Sample) -> Sample:

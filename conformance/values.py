@@ -155,6 +155,6 @@ def describe(tensor: torch.Tensor) -> str:
 def replicate(tensor: torch.Tensor, device: str | torch.device | None = None) -> torch.Tensor:
     """An independent copy with the same storage contents, strides and offset (gaps included), on
     `device`, so that in-place ops and layout-sensitive kernels see exactly what the original would."""
-    whole = torch.empty(0, dtype=tensor.dtype).set_(tensor.untyped_storage())
+    whole = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(tensor.untyped_storage())
     copy = whole.clone().to(device or tensor.device)
     return copy.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
