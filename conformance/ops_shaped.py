@@ -228,13 +228,14 @@ def _normalized(x: torch.Tensor) -> list[list[int]]:
     return [list(x.shape[x.dim() - k :]) for k in (1, 2) if x.dim() >= k]
 
 
-def _affine(x, make, shape, weight: bool, bias: bool) -> tuple:
+def _affine(make, shape, weight: bool, bias: bool) -> tuple:
+    """A weight and a bias of `shape`, or None for each one left out."""
     w = make(shape, position=1, specials=False) if weight else None
     b = make(shape, position=2, specials=False) if bias else None
     return w, b
 
 
-# (weight, bias) per normalized shape: both, neither; and weight alone over two dims.
+# (weight, bias) per count of normalized dims: both and neither over one dim; the weight alone over two.
 AFFINE = {1: ((True, True), (False, False)), 2: ((True, False),)}
 
 
@@ -242,7 +243,7 @@ def native_layer_norm_calls(x, make) -> Calls:
     calls = []
     for shape in _normalized(x):
         for weight, bias in AFFINE[len(shape)]:
-            calls.append(((x, shape, *_affine(x, make, shape, weight, bias), EPS), {}))
+            calls.append(((x, shape, *_affine(make, shape, weight, bias), EPS), {}))
     return calls
 
 
@@ -250,7 +251,7 @@ def layer_norm_calls(x, make) -> Calls:
     calls = []
     for shape in _normalized(x):
         for weight, bias in AFFINE[len(shape)]:
-            w, b = _affine(x, make, shape, weight, bias)
+            w, b = _affine(make, shape, weight, bias)
             calls.append(((x, shape), {"weight": w, "bias": b, "eps": EPS}))
     return calls
 
@@ -264,11 +265,10 @@ def _groups(x: torch.Tensor) -> list[int]:
 
 def native_group_norm_calls(x, make) -> Calls:
     calls = []
-    n, c, hxw = (x.shape[0], x.shape[1], math.prod(x.shape[2:])) if x.dim() >= 2 else (0, 0, 0)
     for groups in _groups(x):
+        n, c, hxw = x.shape[0], x.shape[1], math.prod(x.shape[2:])
         for weight, bias in AFFINE[1]:
-            w, b = _affine(x, make, [c], weight, bias)
-            calls.append(((x, w, b, n, c, hxw, groups, EPS), {}))
+            calls.append(((x, *_affine(make, [c], weight, bias), n, c, hxw, groups, EPS), {}))
     return calls
 
 
@@ -276,28 +276,25 @@ def group_norm_calls(x, make) -> Calls:
     calls = []
     for groups in _groups(x):
         for weight, bias in AFFINE[1]:
-            w, b = _affine(x, make, [x.shape[1]], weight, bias)
+            w, b = _affine(make, [x.shape[1]], weight, bias)
             calls.append(((x, groups), {"weight": w, "bias": b, "eps": EPS}))
     return calls
 
 
-def rms_norm_calls(x, make) -> Calls:
-    calls = []
+def _rms_choices(x, make) -> list[tuple]:
+    """(normalized shape, weight, eps): a weight with the default eps, and no weight with an eps."""
+    choices = []
     for shape in _normalized(x):
-        calls.append(((x, shape), {"weight": make(shape, position=1, specials=False), "eps": None}))
-        calls.append(((x, shape), {"weight": None, "eps": 1e-6}))
-    return calls
+        choices += [(shape, make(shape, position=1, specials=False), None), (shape, None, 1e-6)]
+    return choices
+
+
+def rms_norm_calls(x, make) -> Calls:
+    return [((x, shape), {"weight": weight, "eps": eps}) for shape, weight, eps in _rms_choices(x, make)]
 
 
 def fused_rms_norm_calls(x, make) -> Calls:
-    return [((x, shape, *args), {}) for shape, args in _rms_pairs(x, make)]
-
-
-def _rms_pairs(x, make) -> list:
-    pairs = []
-    for shape in _normalized(x):
-        pairs += [(shape, (make(shape, position=1, specials=False), None)), (shape, (None, 1e-6))]
-    return pairs
+    return [((x, shape, weight, eps), {}) for shape, weight, eps in _rms_choices(x, make)]
 
 
 def native_layer_norm_backward_calls(x, make) -> Calls:
@@ -314,13 +311,15 @@ def native_layer_norm_backward_calls(x, make) -> Calls:
 
 
 def native_group_norm_backward_calls(x, make) -> Calls:
-    """The backward of each `native_group_norm_calls` call, with the mean and rstd eager saves."""
-    if not x.dtype.is_floating_point:
+    """The backward of each `native_group_norm_calls` call, with the mean and rstd eager saves. Only for a
+    contiguous input: the forward op rejects any other, and eager's CPU backward reads its input as
+    contiguous without checking (an expanded input gives a different answer on every run)."""
+    if not x.dtype.is_floating_point or not x.is_contiguous():
         return []
     calls = []
     for (_, w, b, n, c, hxw, groups, eps), _kwargs in native_group_norm_calls(x, make):
         with torch.no_grad():
-            _, mean, rstd = torch.ops.aten.native_group_norm(x.contiguous(), w, b, n, c, hxw, groups, eps)
+            _, mean, rstd = torch.ops.aten.native_group_norm(x, w, b, n, c, hxw, groups, eps)
         grad = make(x.shape, position=4, specials=False)
         mask = [True, w is not None, b is not None]
         calls.append(((grad, x, mean, rstd, w, n, c, hxw, groups, mask), {}))
@@ -411,8 +410,10 @@ def triangle_calls(x, make) -> Calls:
 
 def index_select_calls(x, make) -> Calls:
     calls = []
-    for dim in _positions(x) or [0]:
-        size = x.shape[dim] if x.dim() else 1
+    if x.dim() == 0:
+        return [((x, 0, torch.tensor([0])), {})]
+    for dim in _positions(x):
+        size = x.shape[dim]
         index = torch.tensor([size - 1, 0, 0, size // 2] if size else [], dtype=torch.int64)
         calls.append(((x, dim, index), {}))
     return calls
@@ -531,31 +532,31 @@ def shaped_specs() -> list[OpSpec]:
         _shaped("group_norm.default", norm, group_norm_calls, dtypes=FLOATING),
         _shaped("rms_norm.default", norm, rms_norm_calls, dtypes=FLOATING),
         _shaped("_fused_rms_norm.default", norm, fused_rms_norm_calls, dtypes=FLOATING),
-        # Backward ops, with samples of their own (their inputs are what the forward op saved).
+        # Their backward ops, with samples of their own (their inputs are what the forward op saved).
         _shaped(
             "native_layer_norm_backward.default",
-            "backward",
+            norm,
             native_layer_norm_backward_calls,
             dtypes=FLOATING,
             differentiable=False,
         ),
         _shaped(
             "native_group_norm_backward.default",
-            "backward",
+            norm,
             native_group_norm_backward_calls,
             dtypes=FLOATING,
             differentiable=False,
         ),
         _shaped(
             "_softmax_backward_data.default",
-            "backward",
+            norm,
             _softmax_backward_calls(torch.ops.aten._softmax),
             dtypes=FLOATING,
             differentiable=False,
         ),
         _shaped(
             "_log_softmax_backward_data.default",
-            "backward",
+            norm,
             _softmax_backward_calls(torch.ops.aten._log_softmax),
             dtypes=FLOATING,
             differentiable=False,

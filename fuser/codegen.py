@@ -24,6 +24,7 @@ from torch import fx
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
+from fuser.options import planted_wrong_lowering
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
@@ -239,8 +240,8 @@ class Builder:
             pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
         )
         held = value_dtype(value.dtype)
-        widen = f".to({triton_name(held)})" if held != value.dtype else ""
-        return self.emit(f"{stem}_", f"tl.load({address}{self.mask_for(self.level(address))}){widen}"), held
+        loaded = f"tl.load({address}{self.mask_for(self.level(address))})"
+        return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
 
     def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
@@ -272,8 +273,14 @@ class Builder:
         return self.value(source, mapped)
 
     def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
+        """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:
+        Triton's interpreter flushes bfloat16 subnormals to zero and truncates rather than rounds."""
         if held == want:
             return expr
+        if held == torch.bfloat16:
+            return self.cast(f"lib.widen_bf16({expr})", torch.float32, want)
+        if want == torch.bfloat16:
+            return f"lib.narrow_bf16({self.cast(expr, held, torch.float32)})"
         operand = expr if expr.isidentifier() else f"({expr})"
         if want == torch.bool:
             return f"({operand} != 0)"
@@ -301,6 +308,8 @@ class Builder:
             attrs["out_dtype"] = out.dtype
         render = op.renderer_for([w for w in wants if w is not None])
         expr = render(*operands, **attrs)
+        if planted_wrong_lowering() == str(node.target):  # testing only: see fuser.options
+            expr = f"(({expr}) == 0)" if op.result is Result.BOOL else f"(({expr}) + 1)"
         held = value_dtype(out.dtype)
         if op.result is Result.OPERAND:
             # An explicit cast: round to the output dtype here, as eager does, then hold it widened.

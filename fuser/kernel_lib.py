@@ -45,6 +45,21 @@ def floor_divide_float(a, b):
 
 
 @triton.jit
+def ceil_float(x):
+    # A GPU's float32 ceil reads a subnormal as zero (Triton runs libdevice flushing subnormals), but the
+    # ceiling of any positive value is at least 1.
+    c = libdevice.ceil(x)
+    return tl.where((c == 0) & (x > 0), c + 1, c)
+
+
+@triton.jit
+def floor_float(x):
+    # As ceil_float: the floor of any negative value is at most -1.
+    f = libdevice.floor(x)
+    return tl.where((f == 0) & (x < 0), f - 1, f)
+
+
+@triton.jit
 def signbit(x):
     # The sign bit itself, so -0.0 and -nan count as negative, as torch.signbit says.
     if x.dtype == tl.float64:
@@ -90,6 +105,23 @@ def round_to_bf16(x):
 
 
 @triton.jit
+def widen_bf16(x):
+    # A bfloat16 is the top half of a float32's bits, so widening is a shift: exact for subnormals, which
+    # Triton's interpreter reads as zero when it converts.
+    return (x.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def narrow_bf16(x):
+    # A float32 rounded to the nearest-even bfloat16, as c10 rounds: the top half of round_to_bf16's bits
+    # (Triton's interpreter truncates instead, and flushes subnormals to zero). A nan becomes c10's 0x7FC0,
+    # where the top half of a nan's bits could read as inf.
+    bits = round_to_bf16(x).to(tl.int32, bitcast=True) >> 16
+    bits = tl.where(x != x, 0x7FC0, bits)
+    return bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
 def pow_int(a, b):
     # ATen's powi: exponentiation by squaring, wrapping on overflow; a negative exponent gives 1 for a
     # base of 1, +-1 for -1 and 0 otherwise.
@@ -101,8 +133,10 @@ def pow_int(a, b):
         result = tl.where((e & 1) != 0, result * base, result)
         base = base * base
         e = e >> 1
+    # -one rather than a literal -1: Triton refuses a negative literal beside an unsigned tensor (where
+    # b < 0 never holds).
     one = tl.full(a.shape, 1, a.dtype)
-    negative = tl.where(a == 1, one, tl.where(a == -1, tl.where((b & 1) != 0, -one, one), one - one))
+    negative = tl.where(a == 1, one, tl.where(a == -one, tl.where((b & 1) != 0, -one, one), one - one))
     return tl.where(b < 0, negative, result)
 
 

@@ -115,8 +115,8 @@ def _scalar(value, out_dtype: torch.dtype) -> str:
     elif out_dtype.is_floating_point:
         converted = float(value)
     else:
-        bits = torch.iinfo(out_dtype).bits
-        converted = (int(value) + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)  # truncate, then wrap
+        info = torch.iinfo(out_dtype)  # truncate, then wrap into the dtype's range (uint8's -1 is 255)
+        converted = (int(value) - info.min) % 2**info.bits + info.min
     return f"tl.full([], {_py(converted)}, {triton_name(arithmetic)})"
 
 
@@ -203,12 +203,8 @@ def _cast(x: str, *, out_dtype: torch.dtype) -> str:
     """A cast to `out_dtype` (the codegen rounds the returned value to it).
 
     ATen converts to a half type through float32 (c10::Half and c10::BFloat16 are built from a float),
-    so float64 and int64 values round twice; going through float32 here does the same. Triton's
-    interpreter converts to bfloat16 by truncating a float32 (and garbles other sources), so values bound
-    for bfloat16 are rounded to nearest-even here, exactly representable by the time the codegen casts.
+    so float64 and int64 values round twice; going through float32 here does the same.
     """
-    if out_dtype == torch.bfloat16:
-        return f"lib.round_to_bf16(({x}).to(tl.float32))"
     if out_dtype in HALF_DTYPES:
         return f"({x}).to(tl.float32)"
     return x
@@ -313,8 +309,8 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # libdevice's precise exp costs measurable time; `exp` itself stays precise.
     _op("sigmoid", "default", UNARY, lambda x: f"1.0 / (1.0 + tl.exp(-{x}))"),
     _op("square", "default", UNARY, lambda x: f"{x} * {x}"),
-    _op("floor", "default", UNARY, _libdevice("floor"), int_render=lambda x: x),
-    _op("ceil", "default", UNARY, _libdevice("ceil"), int_render=lambda x: x),
+    _op("floor", "default", UNARY, _lib("floor_float"), int_render=lambda x: x),
+    _op("ceil", "default", UNARY, _lib("ceil_float"), int_render=lambda x: x),
     _op("trunc", "default", UNARY, _libdevice("trunc"), int_render=lambda x: x),
     _op("round", "default", UNARY, _libdevice("nearbyint"), int_render=lambda x: x),
     _op("frac", "default", UNARY, lambda x: f"{x} - libdevice.trunc({x})", accepts=Accepts.FLOATING),

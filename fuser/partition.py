@@ -135,8 +135,11 @@ def _cone(node: fx.Node, members: set[fx.Node], fusible: set, materialized: set)
     return inner, leaves
 
 
-def _reaches(starts: set[fx.Node], targets: set[fx.Node]) -> bool:
-    """Whether any of `starts` depends, through any path, on one of `targets`."""
+def _reaches(starts: set[fx.Node], targets: set[fx.Node], reads: dict[fx.Node, set[fx.Node]]) -> bool:
+    """Whether any of `starts` depends, through any path, on one of `targets`.
+
+    A kernel runs as a whole: a member of a kernel (a key of `reads`) depends on everything its kernel
+    loads, not only on its own inputs."""
     seen, stack = set(), list(starts)
     while stack:
         node = stack.pop()
@@ -144,7 +147,7 @@ def _reaches(starts: set[fx.Node], targets: set[fx.Node]) -> bool:
             return True
         if node not in seen:
             seen.add(node)
-            stack.extend(node.all_input_nodes)
+            stack.extend(reads.get(node, node.all_input_nodes))
     return False
 
 
@@ -193,6 +196,7 @@ def _fits(kernel: Kernel, space: Space | None, shape) -> bool:
 
 def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> list[Kernel]:
     kernels: list[Kernel] = []
+    reads: dict[fx.Node, set[fx.Node]] = {}  # each member -> what its kernel loads so far (shared)
     for node in graph.nodes:
         if node not in materialized:
             continue
@@ -202,14 +206,18 @@ def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> lis
             if kernel.device != value.device or not _fits(kernel, space, value.shape):
                 continue
             _, leaves = _cone(node, set(kernel.members), fusible, materialized)
-            if not _reaches(leaves, set(kernel.members)):
+            if not _reaches(leaves, set(kernel.members), reads):
                 kernel.members.append(node)
+                loads = reads[kernel.members[0]]
+                loads |= leaves
+                reads[node] = loads
                 if space is not None and kernel.space is None:
                     kernel.space, kernel.shape = space, space.shape
                 break
         else:
             shape = space.shape if space is not None else tuple(value.shape)
             kernels.append(Kernel([node], shape, value.device, space))
+            reads[node] = _cone(node, set(), fusible, materialized)[1]
     order = {node: i for i, node in enumerate(graph.nodes)}
     for kernel in kernels:
         members = set(kernel.members)

@@ -126,6 +126,9 @@ class RowBuilder(Builder):
             return tuple(i if d in self.space.kept else "0" for d, i in enumerate(full))
         return tuple(full[d] for d in self.space.kept)
 
+    def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
+        return False  # a row kernel has no flat offset: it addresses every tensor through its index
+
     def _unflatten(self, flat: str, dims: tuple[int, ...], prefix: str) -> list[str]:
         return unflatten(flat, dims, self.space.shape, prefix)
 
@@ -298,24 +301,26 @@ class RowBuilder(Builder):
             if not is_reduction(member) and same_shape(shape, self.space.shape):
                 full.append((position, member))
                 continue
-            index = self.row_index(shape)
-            value, held = self.value(member, index)
-            address = self.output_address(position, member, index)
-            if self.level(address) == 0:
-                address += " + rows * 0"  # one row (a full reduction): store through a row block
-            self.body.append(
-                f"tl.store({address}, {self.cast(value, held, meta(member).dtype)}, mask=row_mask)"
-            )
+            self.store(position, member, self.row_index(shape))
         if full:
             with self.columns():
                 for position, member in full:
-                    value, held = self.value(member, self.full_index())
-                    address = self.output_address(position, member, self.full_index())
-                    stored = self.cast(value, held, meta(member).dtype)
-                    self.body.append(
-                        f"tl.store({address}, {stored}{self.mask_for(max(1, self.level(address)))})"
-                    )
+                    self.store(position, member, self.full_index())
         return self._function(name)
+
+    def store(self, position: int, member: fx.Node, index: Index) -> None:
+        """Store `member` at `index`, masked by the row mask or, for a value per element, the full mask.
+
+        Triton stores through a block of addresses at least as large as the value and its mask. An
+        index naming no row or column (a 0-d or all-size-1 space) gives one scalar address: zero terms
+        widen it to a block, and the mask leaves only the first lane to store."""
+        value, held = self.value(member, index)
+        address = self.output_address(position, member, index)
+        level = max(1, self.level(value), self.level(address))
+        widen = [name for name, at in (("rows", 1), ("cols", 2)) if self.level(address) < at <= level]
+        address += "".join(f" + {name} * 0" for name in widen)
+        stored = self.cast(value, held, meta(member).dtype)
+        self.body.append(f"tl.store({address}, {stored}{self.mask_for(level)})")
 
     def _function(self, name: str) -> str:
         start = "pid.to(tl.int64) * XBLOCK" if self.int64 else "pid * XBLOCK"

@@ -36,7 +36,7 @@ def test_explain_shows_groups_and_readable_source(device):
     assert "#   relu = aten.relu.default(add)" in source
     assert (
         "@triton.jit" in source
-        and "tl.store(out0_ptr + offset, _to_copy0.to(tl.bfloat16), mask=mask)" in source
+        and "tl.store(out0_ptr + offset, lib.narrow_bf16(_to_copy0), mask=mask)" in source
     )
     assert source in text
 

@@ -294,3 +294,44 @@ def test_tall_column_reductions_split_and_layer_norm_gradients_stay_right(device
     eager = torch.autograd.grad(layer_norm(x, w, b), (x, w, b), grad)
     for got, want in zip(fused, eager, strict=True):
         torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1,), (1, 1)])
+def test_reductions_over_dims_of_size_one_read_their_input_through_the_row_index(shape, device):
+    # Every dim is size 1, so the input looks flat; a row kernel has no flat offset to read it at.
+    x = torch.randn(shape, device=device)
+    explain_and_check(lambda t: (t.sum(-1), t.amax(), torch.erf(t).sum(-1), torch.softmax(t, -1)), x)
+
+
+def test_the_softmax_and_a_consumer_of_the_sum_of_a_0d_tensor_store_one_value(device):
+    # A 0-d row kernel computes values of a row block ([XBLOCK, 1]) that go to one scalar address.
+    x = torch.randn((), device=device)
+    report = explain_and_check(lambda t: (torch.softmax(t, -1), t.sum(-1).neg().neg()), x)
+    assert report.eager_calls == []
+
+
+def test_an_in_place_op_on_a_0d_input_summed_over_dim_minus_1_writes_its_input_back(device):
+    def program(t):
+        t.abs_()
+        return t.sum(-1)
+
+    x = torch.randn((), device=device)
+    expected_input = x.clone()
+    expected = program(expected_input)
+    got = fuser.compile(program, strict=True)(x)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(x, expected_input)
+
+
+def test_reductions_of_two_spaces_that_read_each_others_results_need_no_cyclic_kernels(device):
+    # Grouped by node, `d` could join `a`'s kernel: it does not read `a`, but `c`'s kernel (with `b`) does.
+    def program(x, y):
+        a = x.sum()
+        b = (y * a).sum()
+        c = y.sum()
+        d = (x * c).sum()
+        return b, d
+
+    x, y = torch.randn(7, device=device), torch.randn(3, device=device)
+    report = explain_and_check(program, x, y, atol=1e-5, rtol=1e-5)
+    assert report.num_kernels == 3

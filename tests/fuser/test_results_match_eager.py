@@ -150,3 +150,56 @@ def test_an_explicit_half_cast_rounds_where_eager_does(device):
     got = fuser.compile(lambda t: t.to(torch.bfloat16).to(torch.float32) - t)(x)
     torch.testing.assert_close(got, x.to(torch.bfloat16).to(torch.float32) - x, rtol=0, atol=0)
     assert got.abs().max() > 0  # the rounding really happened
+
+
+def subnormal_program(t):
+    # A subnormal input must reach each op as itself: a load or a ceil that flushes it to zero makes ceil 0,
+    # the comparison false, the bool cast False and the reciprocal nan or inf of the wrong sign.
+    return (
+        torch.ceil(t),
+        torch.floor(t),
+        t > 0,
+        t.to(torch.bool),
+        1.0 / t,
+        t * 0.5,
+        (t.float() * 0.25).to(t.dtype),
+    )
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_subnormals_are_loaded_computed_and_stored_as_eager_does(dtype, device):
+    tiny = torch.finfo(dtype).smallest_normal
+    x = torch.tensor([tiny / 4, -tiny / 4, tiny * 0.75, -tiny * 3 / 8, 0.0, 1.0], dtype=dtype, device=device)
+    got = fuser.compile(subnormal_program)(x)
+    for fused, eager in zip(got, subnormal_program(x), strict=True):
+        assert fused.dtype == eager.dtype
+        torch.testing.assert_close(fused, eager, rtol=0, atol=0)
+
+
+def test_a_float32_result_rounds_to_the_nearest_bfloat16_subnormal(device):
+    smallest = 2.0**-133  # bfloat16's smallest subnormal
+    x = torch.tensor([smallest * 1.5, smallest * 2.5, smallest * 0.75, -smallest * 1.4], device=device)
+    got = fuser.compile(lambda t: (t * 1.0).to(torch.bfloat16))(x)
+    torch.testing.assert_close(got, x.to(torch.bfloat16), rtol=0, atol=0)
+    assert got.float().abs().min() > 0  # each rounded to a subnormal, not flushed to zero
+
+
+def wrapping_program(a, b):
+    return (
+        torch.sub(a, b, alpha=2),
+        torch.square(a),
+        a**3,
+        torch.rsub(a, 5, alpha=3),
+        torch.add(a, b, alpha=-1),
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=str)
+def test_narrow_integers_wrap_negative_scalars_and_overflow_as_eager_does(dtype, device):
+    info = torch.iinfo(dtype)
+    a = torch.tensor([0, 1, 3, 100, info.max, info.min], dtype=dtype, device=device)
+    b = torch.tensor([5, 0, 200 if dtype == torch.uint8 else -7, 3, 1, info.max], dtype=dtype, device=device)
+    got = fuser.compile(wrapping_program)(a, b)
+    for fused, eager in zip(got, wrapping_program(a, b), strict=True):
+        assert fused.dtype == eager.dtype
+        torch.testing.assert_close(fused, eager, rtol=0, atol=0)
