@@ -158,11 +158,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(
             f"no conformance case matches this selection ({chosen}); check --op/--dtype/--device"
         )
-    config.stash[SELECTION] = chosen
     metafunc.parametrize(FIXTURE, params)
 
 
-SELECTION = pytest.StashKey[Selection]()
 
 
 def rerun_command(key: CaseKey, tier: str) -> str:
@@ -217,10 +215,12 @@ def report_module_result(key: CaseKey, outcome: str, duration: float, samples: i
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller receives every worker's reports and writes the report
     results = config_results()
-    chosen = config.stash.get(SELECTION, None)
-    if not results or chosen is None:
+    if not results:
         return
+    chosen = selection(config)
     terminalreporter.section("conformance")
     terminalreporter.write_line(report.summary(results))
     directory = config.getoption("conformance_report")
