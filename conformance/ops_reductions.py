@@ -16,7 +16,6 @@ from conformance.specs import OpSpec, spec
 from conformance.values import DTYPES, FLOATING, inf
 
 ALL = tuple(DTYPES)
-NUMERIC = tuple(d for d in DTYPES if d != "bool")
 # Float-valued ops that promote integer inputs (eager drops the dtypes it rejects).
 PROMOTING = (*FLOATING, "int32", "bool")
 
@@ -42,8 +41,12 @@ def _reduction(
 
 
 def reduction_specs() -> list[OpSpec]:
-    wide = {"dtype": torch.float32}
+    # A wider accumulator: integer ones for sums (exact, so the order of the sum does not matter; a
+    # float one would not be: int64's limits cast to float32 cancel differently in every order), float32
+    # for the means and softmaxes of half inputs.
+    upcast = ({}, {"dtype": torch.float32})
     softmax_pinned = ({"half_to_float": False},)
+    corrections = ({}, {"correction": 0}, {"correction": 2})
     return [
         # Sums and products; an explicit dtype casts the input before accumulating (cast_safe keeps the
         # float-to-integer casts defined).
@@ -51,12 +54,18 @@ def reduction_specs() -> list[OpSpec]:
             "sum.default",
             dtypes=ALL,
             differentiable=True,
-            variants=({}, wide, {"dtype": torch.int64}),
+            variants=({}, {"dtype": torch.int64}),
             cast_safe=True,
         ),
-        _reduction("sum.dim_IntList", dtypes=ALL, differentiable=True, variants=({}, wide)),
-        _reduction("mean.default", dtypes=PROMOTING, differentiable=True, variants=({}, wide)),
-        _reduction("mean.dim", dtypes=PROMOTING, differentiable=True, variants=({}, wide)),
+        _reduction(
+            "sum.dim_IntList",
+            dtypes=ALL,
+            differentiable=True,
+            variants=({}, {"dtype": torch.int32}),
+            cast_safe=True,
+        ),
+        _reduction("mean.default", dtypes=FLOATING, differentiable=True, variants=upcast),
+        _reduction("mean.dim", dtypes=FLOATING, differentiable=True, variants=upcast),
         _reduction("prod.default", dtypes=ALL, differentiable=True),
         _reduction("prod.dim_int", dtypes=ALL, differentiable=True),
         # Extremes and their indices (ties pick the first index).
@@ -68,14 +77,12 @@ def reduction_specs() -> list[OpSpec]:
         _reduction("min.default", dtypes=ALL, differentiable=True),
         _reduction("argmax.default", dtypes=ALL, differentiable=False),
         _reduction("argmin.default", dtypes=ALL, differentiable=False),
-        # Moments: the default correction (1) and one other each (2 exceeds a short row's count).
-        _reduction("var.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 0})),
-        _reduction("std.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 2})),
-        _reduction(
-            "var_mean.correction", dtypes=PROMOTING, differentiable=True, variants=({}, {"correction": 0})
-        ),
-        _reduction("var.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
-        _reduction("std.dim", dtypes=PROMOTING, differentiable=True, variants=({}, {"unbiased": False})),
+        # Moments: the default correction (1), none, and 2 (more than a one-element row has).
+        _reduction("var.correction", dtypes=FLOATING, differentiable=True, variants=corrections),
+        _reduction("std.correction", dtypes=FLOATING, differentiable=True, variants=corrections),
+        _reduction("var_mean.correction", dtypes=FLOATING, differentiable=True, variants=corrections),
+        _reduction("var.dim", dtypes=FLOATING, differentiable=True, variants=({}, {"unbiased": False})),
+        _reduction("std.dim", dtypes=FLOATING, differentiable=True, variants=({}, {"unbiased": False})),
         _reduction("logsumexp.default", dtypes=PROMOTING, differentiable=True),
         # Boolean reductions.
         _reduction("any.dim", dtypes=ALL, differentiable=False),
@@ -84,11 +91,16 @@ def reduction_specs() -> list[OpSpec]:
         _reduction("all.dim", dtypes=ALL, differentiable=False),
         _reduction("all.dims", dtypes=ALL, differentiable=False),
         _reduction("all.default", dtypes=ALL, differentiable=False),
-        # Norms: the 2-norm and the max norm here, the 1-norm and the count of nonzeros under `norm`.
+        # Norms: 2 (the default), the max norm, the 1-norm, the count of nonzeros; and a general p.
         _reduction(
-            "linalg_vector_norm.default", dtypes=FLOATING, differentiable=True, variants=({}, {"ord": inf})
+            "linalg_vector_norm.default",
+            dtypes=FLOATING,
+            differentiable=True,
+            variants=({}, {"ord": inf}, {"ord": 1}, {"ord": 0}),
         ),
-        _reduction("norm.ScalarOpt_dim", dtypes=FLOATING, differentiable=True, variants=({"p": 1}, {"p": 0})),
+        _reduction(
+            "norm.ScalarOpt_dim", dtypes=FLOATING, differentiable=True, variants=({"p": None}, {"p": 3})
+        ),
         # Softmax and log-softmax: a max, an exp-sum and a pointwise pass over one row.
         _reduction(
             "_softmax.default",
@@ -105,13 +117,13 @@ def reduction_specs() -> list[OpSpec]:
             category="normalization",
         ),
         _reduction(
-            "softmax.int", dtypes=FLOATING, differentiable=True, variants=({}, wide), category="normalization"
+            "softmax.int", dtypes=FLOATING, differentiable=True, variants=upcast, category="normalization"
         ),
         _reduction(
             "log_softmax.int",
             dtypes=FLOATING,
             differentiable=True,
-            variants=({}, wide),
+            variants=upcast,
             category="normalization",
         ),
     ]

@@ -86,6 +86,8 @@ def _permute(index: Index, dims: Sequence[int]) -> Index:
 
 def _squeeze(index: Index, in_shape: Sequence[int], dims: Sequence[int] | None) -> Index:
     rank = len(in_shape)
+    if rank == 0:
+        return index  # a 0-d tensor's dim 0 or -1 is the tensor itself: squeezing it removes nothing
     removed = set(range(rank)) if dims is None else {_dim(d, rank) for d in dims}
     removed = {d for d in removed if same(in_shape[d], 1)}
     out = iter(index)

@@ -335,3 +335,19 @@ def test_reductions_of_two_spaces_that_read_each_others_results_need_no_cyclic_k
     x, y = torch.randn(7, device=device), torch.randn(3, device=device)
     report = explain_and_check(program, x, y, atol=1e-5, rtol=1e-5)
     assert report.num_kernels == 3
+
+
+def test_a_long_float32_row_sums_no_further_from_float64_than_eagers_sum(device):
+    # The interpreter folds a row left to right through a combine function unless it is its own sum's.
+    torch.manual_seed(0)
+    x = torch.randn(3, 20000, device=device) * 3
+    exact = x.double().sum(1)
+    fused_error = (fuser.compile(lambda t: t.sum(1), strict=True)(x).double() - exact).abs().max().item()
+    eager_error = (x.sum(1).double() - exact).abs().max().item()
+    assert fused_error <= 4 * eager_error, f"fused {fused_error:.2e}, eager {eager_error:.2e}"
+
+
+def test_the_logsumexp_of_a_0d_tensor_over_dim_minus_1_is_the_tensor(device):
+    # Its decomposition squeezes dim -1 of a 0-d tensor, which names the tensor itself.
+    x = torch.randn((), device=device)
+    explain_and_check(lambda t: torch.logsumexp(t, [-1]), x)
