@@ -161,8 +161,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(FIXTURE, params)
 
 
-
-
 def rerun_command(key: CaseKey, tier: str) -> str:
     options = ["--backend", key.backend, "--device", key.device, "--tier", tier, "--op", key.op]
     options += ["--dtype", key.dtype, "--context", key.context, "--direction", key.direction]

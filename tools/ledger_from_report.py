@@ -26,7 +26,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", help="conformance-<backend>-<device>.json")
     args = parser.parse_args()
-    report = json.load(open(args.report))
+    with open(args.report) as file:
+        report = json.load(file)
     for case in report["cases"]:
         if case["outcome"] not in ("failed", "error"):
             continue
