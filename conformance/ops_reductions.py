@@ -66,7 +66,10 @@ def reduction_specs() -> list[OpSpec]:
         ),
         _reduction("mean.default", dtypes=FLOATING, differentiable=True, variants=upcast),
         _reduction("mean.dim", dtypes=FLOATING, differentiable=True, variants=upcast),
-        _reduction("prod.default", dtypes=ALL, differentiable=True),
+        # No backward for the whole-tensor product: where the input holds two zeros and a nan, eager's
+        # gradient is 0 (its shortcut for several zeros) and AOTAutograd's traced formula gives nan, so
+        # there is no one right answer (prod.dim_int's backward has no such shortcut: the two agree).
+        _reduction("prod.default", dtypes=ALL, differentiable=False),
         _reduction("prod.dim_int", dtypes=ALL, differentiable=True),
         # Extremes and their indices (ties pick the first index).
         _reduction("amax.default", dtypes=ALL, differentiable=True),

@@ -181,6 +181,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         result.sections.append(("rerun this case", rerun_command(key, tier)))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    selection(config)  # bad options are usage errors before anything is collected
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collects each case's outcome (on the xdist controller too: workers forward their reports)."""
     properties = dict(report.user_properties)

@@ -47,15 +47,17 @@ def ledger_file(tmp_path: Path, *, op: str = "aten.mul.Tensor", dtype: str = "fl
 
 
 def test_a_wrong_lowering_fails_its_cases_alone_and_fused():
-    clean = run_suite(*ONE_CASE, "--context", "alone,producer,consumer")
+    # The full tier runs every context for every dtype (the quick tier rotates the fused ones).
+    contexts = ["--tier", "full", "--context", "alone,producer,consumer"]
+    clean = run_suite(*ONE_CASE, *contexts)
     assert clean.returncode == 0, clean.stdout[-3000:]
-    planted = run_suite(*ONE_CASE, "--context", "alone,producer,consumer", wrong_lowering="aten.mul.Tensor")
+    planted = run_suite(*ONE_CASE, *contexts, wrong_lowering="aten.mul.Tensor")
     assert planted.returncode == 1, planted.stdout[-3000:]
     assert "3 failed" in planted.stdout
     assert "further from float64 than eager is" in planted.stdout or "differ" in planted.stdout
     # Every failure names the one command that reruns exactly it.
     assert (
-        "nox -s conformance -- --backend fuser --device cpu --tier quick --op aten.mul.Tensor"
+        "nox -s conformance -- --backend fuser --device cpu --tier full --op aten.mul.Tensor"
         in planted.stdout
     )
 
