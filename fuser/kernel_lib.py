@@ -106,19 +106,15 @@ def round_to_bf16(x):
 
 @triton.jit
 def widen_bf16(x):
-    # A bfloat16 is the top half of a float32's bits, so widening is a shift: exact for subnormals, which
-    # Triton's interpreter reads as zero when it converts.
-    return (x.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    # On a GPU the conversions are exact (widening) and round to nearest-even (narrowing), as c10's do.
+    # Triton's interpreter flushes bfloat16 subnormals and truncates: fuser.interpreter_bf16 replaces both
+    # there with bit-exact NumPy versions.
+    return x.to(tl.float32)
 
 
 @triton.jit
 def narrow_bf16(x):
-    # A float32 rounded to the nearest-even bfloat16, as c10 rounds: the top half of round_to_bf16's bits
-    # (Triton's interpreter truncates instead, and flushes subnormals to zero). A nan becomes c10's 0x7FC0,
-    # where the top half of a nan's bits could read as inf.
-    bits = round_to_bf16(x).to(tl.int32, bitcast=True) >> 16
-    bits = tl.where(x != x, 0x7FC0, bits)
-    return bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
+    return x.to(tl.bfloat16)
 
 
 @triton.jit

@@ -25,7 +25,7 @@ import torch
 import triton
 from torch import fx
 
-from fuser import interpreter_libdevice, metrics
+from fuser import interpreter_bf16, interpreter_libdevice, metrics
 from fuser.codegen import Arg, KernelSource, output_strides
 from fuser.partition import Kernel
 from fuser.shapes import SizeBinder, concrete
@@ -85,6 +85,8 @@ def _interpreter_lib() -> types.ModuleType:
     # The interpreter folds a row left to right through a combine function (slow, and a long float
     # row loses precision), except for its own sum's combine, which it hands to NumPy's pairwise sum.
     module.add = triton.language.standard._sum_combine
+    module.widen_bf16 = interpreter_bf16.widen_bf16
+    module.narrow_bf16 = interpreter_bf16.narrow_bf16
     return module
 
 
