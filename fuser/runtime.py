@@ -181,6 +181,35 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     return Config(0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps)
 
 
+@dataclass
+class Stage:
+    """One kernel launch of a Launch (a split reduction has two), its arguments prepared once: what is
+    fixed for the sizes (integers, output strides) sits in `template`; what each call supplies (tensors,
+    input strides, outputs, workspaces) is copied into it by position."""
+
+    source: KernelSource
+    grid: tuple[int, ...]
+    options: dict[str, int]  # block sizes, and warps on a GPU
+    template: list
+    tensors: list[tuple[int, int]]  # (position, env slot)
+    strides: list[tuple[int, int, int]]  # (position, env slot, dim)
+    outputs: list[tuple[int, int]]  # (position, output index)
+    partials: list[tuple[int, int]]  # (position, workspace index)
+    launcher: Callable | None = None  # the kernel bound to its grid, loaded at the first launch
+
+    def arguments(self, env: list, outputs: list, partials: list) -> list:
+        args = self.template.copy()
+        for position, slot in self.tensors:
+            args[position] = env[slot]
+        for position, slot, dim in self.strides:
+            args[position] = env[slot].stride(dim)
+        for position, index in self.outputs:
+            args[position] = outputs[index]
+        for position, index in self.partials:
+            args[position] = partials[index]
+        return args
+
+
 @dataclass(frozen=True)
 class Launch:
     """A kernel's sizes made concrete for one binding of the graph's symbols."""
@@ -189,6 +218,8 @@ class Launch:
     ints: dict[str, int]  # the kernel's integer arguments by parameter name
     config: Config
     empty: bool  # nothing to compute: no rows, or no elements
+    stages: list[Stage]
+    partials: list[tuple[tuple[int, int], torch.dtype]]  # a split reduction's workspaces: shape, dtype
 
 
 @dataclass
@@ -225,10 +256,33 @@ class KernelStep:
                 if arg.kind == "int"
             }
             empty = ints.get("numel", ints.get("num_rows", 1)) == 0
-            self.launches[key] = Launch(
-                outputs, ints, choose_config(self.variants, ints, self.interpreted), empty
-            )
+            config = choose_config(self.variants, ints, self.interpreted)
+            stages = []
+            stage_config: Config | None = config
+            while stage_config is not None:
+                stages.append(self._stage(stage_config, ints, outputs))
+                stage_config = stage_config.then
+            self.launches[key] = Launch(outputs, ints, config, empty, stages, self._partials(config, ints))
         return self.launches[key]
+
+    def _stage(self, config: Config, ints: dict[str, int], outputs: list) -> Stage:
+        source = self.variants[config.variant]
+        options = dict(config.blocks) if self.interpreted else {**config.blocks, "num_warps": config.warps}
+        stage = Stage(source, config.grid, options, [None] * len(source.params), [], [], [], [])
+        for position, (name, arg) in enumerate(source.params):
+            if arg.kind == "tensor":
+                stage.tensors.append((position, self.slots[arg.node]))
+            elif arg.kind == "stride":
+                stage.strides.append((position, self.slots[arg.node], arg.index))
+            elif arg.kind == "output":
+                stage.outputs.append((position, arg.index))
+            elif arg.kind == "output_stride":  # outputs are allocated with exactly these strides
+                stage.template[position] = outputs[arg.index][1][arg.value]
+            elif arg.kind == "partials":
+                stage.partials.append((position, arg.index))
+            else:
+                stage.template[position] = config.ints.get(name, ints[name])
+        return stage
 
     def source_for(self, key: tuple[int, ...]) -> KernelSource:
         """The variant this binding of the symbols launches (what `fuser.explain` shows)."""
@@ -238,7 +292,7 @@ class KernelStep:
         if self.failed:
             self.fallback(env, key)
             return
-        launch = self.launch(key)
+        launch = self.launches.get(key) or self.launch(key)
         device = self.kernel.device
         outputs = [
             torch.empty_strided(shape, strides, dtype=dtype, device=device)
@@ -248,37 +302,32 @@ class KernelStep:
             env[slot] = out
         if launch.empty:
             return
-        source = self.variants[launch.config.variant]
         for slot in self.flat_inputs:
             if not env[slot].is_contiguous():
                 raise RuntimeError(
-                    f"fuser: kernel {source.name} was generated for a contiguous input but got strides "
-                    f"{env[slot].stride()}; this is a bug in the fuser's layout tracking"
+                    f"fuser: kernel {self.variants[0].name} was generated for a contiguous input but got "
+                    f"strides {env[slot].stride()}; this is a bug in the fuser's layout tracking"
                 )
-        partials = self._partials(launch, device)
+        partials = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in launch.partials]
+        stage = launch.stages[0]
         try:
-            config = launch.config
-            while config is not None:
-                source = self.variants[config.variant]
-                args = [
-                    self._arg(name, arg, env, outputs, launch, config, partials)
-                    for name, arg in source.params
-                ]
-                kernel = load_kernel(source, self.interpreted)
+            for stage in launch.stages:
+                args = stage.arguments(env, outputs, partials)
+                if stage.launcher is None:
+                    stage.launcher = load_kernel(stage.source, self.interpreted)[stage.grid]
                 if self.interpreted:
                     # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
                     with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                        kernel[config.grid](*args, **config.blocks)
+                        stage.launcher(*args, **stage.options)
                 else:
-                    kernel[config.grid](*args, **config.blocks, num_warps=config.warps)
-                metrics.bump("kernels_launched")
-                config = config.then
+                    stage.launcher(*args, **stage.options)
+            metrics.bump("kernels_launched", len(launch.stages))
         except Exception as error:
             if self.strict:
                 raise
             log.warning(
                 "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
-                source.name,
+                stage.source.name,
                 type(error).__name__,
                 error,
             )
@@ -286,33 +335,17 @@ class KernelStep:
             self.failed = True
             self.fallback(env, key)
 
-    def _partials(self, launch: Launch, device: torch.device) -> list[torch.Tensor]:
+    def _partials(self, config: Config, ints: dict[str, int]) -> list[tuple[tuple[int, int], torch.dtype]]:
         """Workspaces for a split reduction's partial results: one (splits × rows) tensor each."""
-        config = launch.config
         if config.then is None:
             return []
-        splits, rows = config.grid[1], launch.ints["num_rows"]
+        splits, rows = config.grid[1], ints["num_rows"]
         specs = sorted(
             (arg.index, arg.dtype)
             for _, arg in self.variants[config.variant].params
             if arg.kind == "partials"
         )
-        return [torch.empty((splits, rows), dtype=dtype, device=device) for _, dtype in specs]
-
-    def _arg(
-        self, name: str, arg: Arg, env: list, outputs: list, launch: Launch, config: Config, partials: list
-    ) -> Any:
-        if arg.kind == "tensor":
-            return env[self.slots[arg.node]]
-        if arg.kind == "output":
-            return outputs[arg.index]
-        if arg.kind == "stride":
-            return env[self.slots[arg.node]].stride(arg.index)
-        if arg.kind == "output_stride":
-            return outputs[arg.index].stride(arg.value)
-        if arg.kind == "partials":
-            return partials[arg.index]
-        return config.ints.get(name, launch.ints[name])
+        return [((splits, rows), dtype) for _, dtype in specs]
 
 
 def _materialize(arg: Any, env: list, slots: dict[fx.Node, int]) -> Any:
