@@ -18,7 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-import fuser
+import fuser  # noqa: F401  (registers the "fuser" backend)
 
 
 def layer_norm(x, w, b):
@@ -49,7 +49,9 @@ def per_call_us(call, calls: int, sync) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--profile", action="store_true")

@@ -26,7 +26,7 @@ import triton
 from torch import fx
 
 from fuser import interpreter_bf16, interpreter_libdevice, metrics
-from fuser.codegen import Arg, KernelSource, output_strides
+from fuser.codegen import KernelSource, output_strides
 from fuser.partition import Kernel
 from fuser.shapes import SizeBinder, concrete
 
