@@ -86,7 +86,9 @@ def main() -> None:
             if args.profile and backend == "fuser":
                 profiler = cProfile.Profile()
                 profiler.runcall(lambda c=call: [c() for _ in range(args.calls)])
-                pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+                stats = pstats.Stats(profiler)
+                stats.sort_stats("tottime").print_stats(30)
+                stats.sort_stats("cumulative").print_stats(30)
 
 
 class _NoKernel:
