@@ -1,8 +1,9 @@
 """The gate and the update: measure this machine's tier, then judge against, or rewrite, the baseline.
 
-A gate run measures every workload, judges each metric (`perfgate.verdict`), measures the workloads
-with a suspect timing once more, and judges those timings again: a timing fails only when both runs
-say so. `update` measures and rewrites this architecture's baseline file, this device's section only.
+A gate run measures every workload, judges each metric (`perfgate.verdict`), then measures the
+workloads with a suspect timing again and judges those timings again, as many times as the metric asks
+(kernel time once, host time twice): a timing fails only when every run says so. `update` measures and
+rewrites this architecture's baseline file, this device's section only.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ class GateResult:
 def judge_with_confirmation(
     tier: Tier, measured: dict[str, Measurements], expected: dict[str, Measurements], device_known: bool
 ) -> list[Verdict]:
-    """Verdicts for `measured`, with every suspect timing confirmed or dismissed by one re-run."""
+    """Verdicts for `measured`, with every suspect timing confirmed or dismissed by its re-runs.
+
+    Each round re-measures the workloads that still have a suspect; a suspect leaves the rounds as noise
+    at its first re-run inside the threshold, or confirmed after its metric's last re-run."""
     verdicts = judge_all(measured, expected, device_known)
-    suspects = sorted({v.workload for v in verdicts if v.suspect})
-    if not suspects:
-        return verdicts
-    reruns = tier.remeasure(suspects)
-    return [confirm(v, reruns[v.workload][v.metric.name]) if v.suspect else v for v in verdicts]
+    while suspects := sorted({v.workload for v in verdicts if v.suspect}):
+        reruns = tier.remeasure(suspects)
+        verdicts = [confirm(v, reruns[v.workload][v.metric.name]) if v.suspect else v for v in verdicts]
+    return verdicts
 
 
 def run_gate(

@@ -1,4 +1,4 @@
-"""Does the GPU gate cry wolf, and does it catch a real 10% slowdown? One process, about 6 minutes.
+"""Does the GPU gate cry wolf, and does it catch a real 10% slowdown? One process, about 3 minutes.
 
     python -m perfgate.gpu_validation --out DIR            # on an H100 or H200
     python -m perfgate.gpu_validation --out DIR --quick    # smoke test: two workloads, few runs
@@ -6,7 +6,8 @@
 1. Measures every workload with the fuser and writes the baseline to DIR/<architecture>.json (never
    to the repository's baselines).
 2. Runs the gate --runs times against it on unchanged code (re-timing each workload, confirming
-   suspects by a re-run, as `gate` does) and counts false alarms.
+   suspects by re-runs, as `gate` does) and counts false alarms. Each run records its suspects with
+   their ratios, so a false alarm shows whether a spike outlasted the re-runs.
 3. Injects a slowdown into one workload: after the compiled call, a device-to-device copy sized so the
    call's device time grows by about 10%. The copy is calibrated against the measured kernel time and
    the slowdown actually achieved is measured and reported. Then runs the gate --catch-runs times
@@ -123,7 +124,15 @@ def unchanged_runs(
         results.append(
             {
                 "failed": failed(verdicts, strict=False),
-                "suspects": sorted(f"{v.workload}.{v.metric.name}" for v in verdicts if v.rerun is not None),
+                "suspects": {
+                    f"{v.workload}.{v.metric.name}": {
+                        "ratio": v.ratio,
+                        "rerun_ratios": list(v.rerun_ratios),
+                        "verdict": v.status.value,
+                    }
+                    for v in verdicts
+                    if v.reruns
+                },
                 "regressions": [
                     f"{v.workload}.{v.metric.name} {v.ratio:.3f}"
                     for v in verdicts
@@ -147,7 +156,7 @@ def catch_runs(
             {
                 "caught": kernel.status is Status.REGRESSION,
                 "ratio": kernel.ratio,
-                "rerun_ratio": kernel.rerun_ratio,
+                "rerun_ratios": list(kernel.rerun_ratios),
             }
         )
     return results
@@ -165,7 +174,7 @@ def summary(results: dict[str, Any]) -> str:
             ),
             ("false alarms, unchanged code", f"{unchanged['false_alarms']} of {unchanged['runs']} gate runs"),
             (
-                "suspects dismissed or confirmed by re-run",
+                "suspects dismissed or confirmed by re-runs",
                 str(sum(len(r["suspects"]) for r in unchanged["per_run"])),
             ),
             (

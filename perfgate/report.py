@@ -45,8 +45,9 @@ def format_value(metric: Metric, sample: Sample | None) -> str:
 
 def _verdict_text(verdict: Verdict) -> str:
     text = verdict.status.value
-    if verdict.rerun_ratio is not None:
-        text += f" (re-run {verdict.rerun_ratio:.3f}×)"
+    ratios = [f"{ratio:.3f}×" for ratio in verdict.rerun_ratios if ratio is not None]
+    if ratios:
+        text += f" (re-run{'s' if len(ratios) > 1 else ''} {', '.join(ratios)})"
     return text
 
 
@@ -173,6 +174,7 @@ def _benchmark(result: GateResult, verdict: Verdict) -> dict[str, Any]:
             "threshold": verdict.threshold,
             "verdict": verdict.status.value,
             "rerun_ratio": verdict.rerun_ratio,
+            "rerun_ratios": list(verdict.rerun_ratios),
         },
         "options": {"tier": result.machine.tier, "backend": result.backend},
         "stats": _stats(list(now.values or (now.median,)), scale),

@@ -3,8 +3,9 @@
 - exact (kernel launches, bytes moved): any increase is a regression, any decrease an improvement.
 - tolerance (instruction counts): a regression past the metric's fraction, an improvement below it.
 - noise (kernel time, host time): the threshold is max(floor, NOISE_K × √(s_base² + s_now²)), where s is
-  a run's MAD / median. A timing outside it is a suspect: its workload is measured again, and the
-  verdict stands only if the re-run is outside the threshold the same way; otherwise it is noise.
+  a run's MAD / median. A timing outside it is a suspect: its workload is measured again, up to the
+  metric's `reruns` times (kernel time once, host time twice), and the verdict stands only if every
+  re-run is outside the threshold the same way; the first re-run inside it makes the suspect noise.
 
 Regressions fail the gate. Improvements pass with a suggestion to rebaseline, and fail only under
 `strict` (the baseline should then describe the code). A metric with no baseline is reported, never
@@ -47,22 +48,27 @@ class Verdict:
     now: Sample | None
     status: Status
     threshold: float | None = None  # the allowed relative change, for judged metrics
-    rerun: Sample | None = None  # the confirmation re-run of a suspect timing
+    reruns: tuple[Sample, ...] = ()  # the confirmation re-runs of a suspect timing, in order
 
     @property
     def ratio(self) -> float | None:
         return _ratio(self.now, self.baseline)
 
     @property
+    def rerun_ratios(self) -> tuple[float | None, ...]:
+        return tuple(_ratio(rerun, self.baseline) for rerun in self.reruns)
+
+    @property
     def rerun_ratio(self) -> float | None:
-        return _ratio(self.rerun, self.baseline)
+        """The last re-run's ratio: the one that settled the verdict."""
+        return self.rerun_ratios[-1] if self.reruns else None
 
     @property
     def suspect(self) -> bool:
-        """A timing outside its threshold that has not been re-run yet."""
+        """A timing outside its threshold in every run so far, with re-runs still to come."""
         return (
             self.metric.rule is Rule.NOISE
-            and self.rerun is None
+            and len(self.reruns) < self.metric.reruns
             and self.status in (Status.REGRESSION, Status.IMPROVEMENT)
         )
 
@@ -116,10 +122,11 @@ def judge_all(
 
 
 def confirm(verdict: Verdict, rerun: Sample) -> Verdict:
-    """A suspect's verdict after its re-run: it stands if the re-run falls outside the same way."""
+    """A suspect's verdict after one more re-run: it stands if the re-run falls outside the same way,
+    and is noise otherwise. It is settled when it is noise or has all its metric's re-runs."""
     again = judge(verdict.workload, verdict.metric, verdict.baseline, rerun, device_has_baseline=True)
     status = verdict.status if again.status is verdict.status else Status.NOISE
-    return replace(verdict, status=status, rerun=rerun)
+    return replace(verdict, status=status, reruns=(*verdict.reruns, rerun))
 
 
 def failed(verdicts: list[Verdict], strict: bool) -> bool:

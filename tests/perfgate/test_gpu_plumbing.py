@@ -84,3 +84,8 @@ def test_the_gpu_validation_runs_end_to_end_and_writes_its_results(stand_in_for_
     assert results["unchanged"]["runs"] == 3 and results["injected"]["runs"] == 5
     assert results["workloads"] == ["pointwise_chain", "softmax"]
     assert (tmp_path / "sm_90.json").exists()
+    # Each suspect is recorded with the ratios of its first pass and of every re-run it took.
+    for run in results["unchanged"]["per_run"]:
+        for suspect in run["suspects"].values():
+            assert set(suspect) == {"ratio", "rerun_ratios", "verdict"} and suspect["rerun_ratios"]
+    assert all(len(run["rerun_ratios"]) <= 1 for run in results["injected"]["per_run"])

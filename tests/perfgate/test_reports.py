@@ -47,6 +47,17 @@ def test_the_table_shows_each_verdict_with_its_ratio_and_re_run():
     assert report.rstrip().endswith("FAIL: fuser on NVIDIA H100 80GB HBM3 (sm_90), gpu tier")
 
 
+def test_a_host_time_verdict_shows_each_of_its_re_runs():
+    host = METRICS["host_time_us"]
+    slower = judge("softmax", host, Sample(50.0, 0.5, 9), Sample(72.0, 0.5, 9), True)
+    confirmed = confirm(confirm(slower, Sample(70.0, 0.5, 9)), Sample(71.0, 0.5, 9))
+    result = GateResult(H100, "fuser", Path("sm_90.json"), True, [confirmed], False)
+    assert "REGRESSION (re-runs 1.400×, 1.420×)" in text(result)
+    (timing,) = benchmark_json(result)["benchmarks"]
+    assert timing["extra_info"]["rerun_ratios"] == [1.4, 1.42]
+    assert timing["extra_info"]["rerun_ratio"] == 1.42
+
+
 def test_the_markdown_report_is_a_table_with_one_row_per_verdict():
     report = markdown(a_failing_gate())
     assert report.startswith("### perfgate ❌ FAIL")
@@ -81,5 +92,6 @@ def test_the_json_report_carries_the_gpu_name_the_commit_and_seconds_for_timings
         "threshold": 0.05,
         "verdict": "REGRESSION",
         "rerun_ratio": 1.3,
+        "rerun_ratios": [1.3],
     }
     assert report["perfgate"]["failed"]
