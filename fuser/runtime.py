@@ -27,6 +27,7 @@ from torch import fx
 
 from fuser import interpreter_bf16, interpreter_libdevice, metrics
 from fuser.codegen import KernelSource, output_strides
+from fuser.direct_launch import DirectLauncher
 from fuser.partition import Kernel
 from fuser.shapes import SizeBinder, concrete
 
@@ -314,13 +315,13 @@ class KernelStep:
             for stage in launch.stages:
                 args = stage.arguments(env, outputs, partials)
                 if stage.launcher is None:
-                    stage.launcher = load_kernel(stage.source, self.interpreted)[stage.grid]
+                    stage.launcher = self._launcher(stage)
                 if self.interpreted:
                     # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
                     with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
                         stage.launcher(*args, **stage.options)
                 else:
-                    stage.launcher(*args, **stage.options)
+                    stage.launcher(*args)
             metrics.bump("kernels_launched", len(launch.stages))
         except Exception as error:
             if self.strict:
@@ -334,6 +335,14 @@ class KernelStep:
             metrics.bump("fallbacks")
             self.failed = True
             self.fallback(env, key)
+
+    def _launcher(self, stage: Stage) -> Callable:
+        kernel = load_kernel(stage.source, self.interpreted)
+        if self.interpreted:
+            return kernel[stage.grid]
+        pointers = [p for p, _ in stage.tensors + stage.outputs + stage.partials]
+        integers = [p for p, _, _ in stage.strides]
+        return DirectLauncher(kernel, stage.grid, stage.options, pointers, integers)
 
     def _partials(self, config: Config, ints: dict[str, int]) -> list[tuple[tuple[int, int], torch.dtype]]:
         """Workspaces for a split reduction's partial results: one (splits × rows) tensor each."""
