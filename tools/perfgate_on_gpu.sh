@@ -8,7 +8,7 @@
 #      this device's section added or rewritten, the other devices' left alone (diff: sm_90.diff);
 #   5. a gate against that updated baseline.
 # Run from the repository root, with the jsonschema wheels carried in .whl/ where pip has no index:
-#   OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
+#   OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh     (BUNDLE=1: one .tar.gz, for the device tool)
 # Every step runs under `timeout`, within TOTAL_S (default 520 s) for the whole script; each step's
 # output lands in $OUT/<step>.log and the exit status of each in $OUT/steps.txt.
 set -u
@@ -76,3 +76,9 @@ printf '\n=== summary ===\n'
 cat "$OUT/steps.txt"
 echo "new baseline: $OUT/baselines/sm_90.json (diff: $OUT/baselines/sm_90.diff)"
 echo "validation: $OUT/perfgate/gpu_validation.json"
+
+# The device tool brings back at most 8 files: BUNDLE=1 packs the run's files into one archive.
+if [[ -n ${BUNDLE:-} ]]; then
+    tar -czf /tmp/perfgate-run.tar.gz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/perfgate-run.tar.gz "$OUT/"
+    echo "bundled: $OUT/perfgate-run.tar.gz"
+fi
