@@ -25,7 +25,7 @@ import torch
 import triton
 from torch import fx
 
-from fuser import interpreter_bf16, interpreter_libdevice, metrics
+from fuser import interpreter_bf16, interpreter_libdevice, interpreter_reduce, metrics
 from fuser.codegen import KernelSource, output_strides
 from fuser.direct_launch import DirectLauncher
 from fuser.partition import Kernel
@@ -86,6 +86,12 @@ def _interpreter_lib() -> types.ModuleType:
     # The interpreter folds a row left to right through a combine function (slow, and a long float
     # row loses precision), except for its own sum's combine, which it hands to NumPy's pairwise sum.
     module.add = triton.language.standard._sum_combine
+    # And the interpreter calls any other combine function once per element: the fuser's get NumPy twins.
+    interpreter_reduce.install()
+    for name in ("maximum_nan", "minimum_nan", "maximum", "minimum", "multiply"):
+        getattr(module, name).numpy_reduce = getattr(interpreter_reduce, name)
+    module.argmax_combine.numpy_reduce = interpreter_reduce.argmax
+    module.argmin_combine.numpy_reduce = interpreter_reduce.argmin
     module.widen_bf16 = interpreter_bf16.widen_bf16
     module.narrow_bf16 = interpreter_bf16.narrow_bf16
     return module
