@@ -312,15 +312,18 @@ def run_case(
             if not verdict.ok:
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
             continue
+        problems = []  # one failure per sample, whatever of it differs
         verdict = compare(output, expected.output, expected.reference, tolerance)
         if not verdict.ok:
-            result.failures.append(f"{where}\n  output: {verdict.message}")
+            problems.append(f"  output: {verdict.message}")
         elif verdict.notes:
             result.notes.append(f"{where}: {verdict.notes}")
         after = [inputs[i] for i in slots]
         verdict = compare(after, expected.inputs_after, expected.reference_inputs_after, tolerance)
         if not verdict.ok:
-            result.failures.append(f"{where}\n  inputs after the call: {verdict.message}")
+            problems.append(f"  inputs after the call: {verdict.message}")
+        if problems:
+            result.failures.append("\n".join([where, *problems]))
     return result
 
 

@@ -9,6 +9,7 @@ it makes one overload's lowering add one to its value.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,22 @@ def test_bad_options_are_usage_errors_that_name_the_problem(options, complaint):
     result = run_suite("--collect-only", *options)
     assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
     assert complaint in result.stdout + result.stderr
+
+
+def test_an_in_place_miscompile_counts_each_sample_once():
+    # mul_ becomes mul + copy_ in the graph: the planted error shows in the output and in the input the
+    # call wrote, and the summary still counts samples, not comparisons.
+    result = run_suite(
+        "--op",
+        "aten.mul_.Tensor",
+        "--dtype",
+        "float32",
+        "--context",
+        "alone",
+        wrong_lowering="aten.mul.Tensor",
+    )
+    assert result.returncode == 1, result.stdout[-3000:]
+    match = re.search(r"(\d+) of (\d+) samples differ from eager", result.stdout)
+    assert match, result.stdout[-3000:]
+    assert int(match.group(1)) <= int(match.group(2))
+    assert "output:" in result.stdout and "inputs after the call:" in result.stdout
