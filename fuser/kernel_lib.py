@@ -12,22 +12,75 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
+# On a GPU, Triton links libdevice flushing float32 subnormals to zero (in its inputs and its results):
+# libdevice.div_rn(tiny, 0.0) is 0/0 = nan, libdevice.fmod(0.0, tiny) is nan, atan2(tiny, 0.0) is 0.
+# Eager's CUDA kernels keep subnormals, so float32 helpers below go around libdevice's float32 versions:
+# Triton's own correctly rounded division and fused multiply-add (which keep them), libdevice's float64
+# versions (which never flush), or operands scaled out of the subnormal range first.
+
+
+@triton.jit
+def div_rn(a, b):
+    # Correctly rounded division, subnormals kept: Triton's `/` is approximate on a GPU.
+    if a.dtype == tl.float32:
+        return tl.div_rn(a, b)
+    else:
+        return libdevice.div_rn(a, b)
+
+
+@triton.jit
+def fmod_float(a, b):
+    # fmod is exact, and a float32 remainder is a float32 value: the float64 fmod of the widened operands,
+    # narrowed, is the float32 fmod with subnormals kept.
+    if a.dtype == tl.float32:
+        return libdevice.fmod(a.to(tl.float64), b.to(tl.float64)).to(tl.float32)
+    else:
+        return libdevice.fmod(a, b)
+
+
+@triton.jit
+def _unflush_scale(x, y):
+    # 2**64 where both operands lie below 2**-64 (scaling them is exact and makes every subnormal normal,
+    # without overflow), else 1.
+    small = (tl.abs(x) < 5.421010862427522e-20) & (tl.abs(y) < 5.421010862427522e-20)
+    return tl.where(small, 18446744073709551616.0, 1.0)
+
+
+@triton.jit
+def atan2(y, x):
+    # atan2 depends only on the ratio, so scaling both operands by a power of two changes nothing but
+    # keeps libdevice from reading tiny operands as zero (atan2(tiny, 0) is pi/2, not atan2(0, 0) = 0).
+    y, x = tl.broadcast(y, x)
+    s = _unflush_scale(y, x)
+    return libdevice.atan2(y * s, x * s)
+
+
+@triton.jit
+def hypot(x, y):
+    # hypot scales with its operands: hypot(x, y) = hypot(s*x, s*y) / s for a power of two s.
+    x, y = tl.broadcast(x, y)
+    s = _unflush_scale(x, y)
+    return libdevice.hypot(x * s, y * s) * (1.0 / s)
+
 
 @triton.jit
 def remainder_int(a, b):
     # Python-style modulus: the result takes the divisor's sign (Triton's % truncates like C).
+    a, b = tl.broadcast(a, b)  # a 0-d operand's comparisons are combined with a block's below
     r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
 @triton.jit
 def remainder_float(a, b):
-    r = libdevice.fmod(a, b)
+    a, b = tl.broadcast(a, b)
+    r = fmod_float(a, b)
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
 @triton.jit
 def floor_divide_int(a, b):
+    a, b = tl.broadcast(a, b)
     q = a // b
     return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
 
@@ -35,13 +88,15 @@ def floor_divide_int(a, b):
 @triton.jit
 def floor_divide_float(a, b):
     # ATen's div_floor_floating: exact for representable quotients, where floor(a / b) can be off by one.
-    mod = libdevice.fmod(a, b)
-    div = libdevice.div_rn(a - mod, b)  # correctly rounded: Triton's `/` is approximate on a GPU
+    a, b = tl.broadcast(a, b)
+    mod = fmod_float(a, b)
+    div = div_rn(a - mod, b)
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
-    floordiv = libdevice.floor(div)
+    floordiv = libdevice.floor(div)  # div is an integer, zero or huge here: never subnormal
     floordiv = tl.where(div - floordiv > 0.5, floordiv + 1.0, floordiv)
-    floordiv = tl.where(div == 0, libdevice.copysign(tl.full(div.shape, 0.0, div.dtype), a / b), floordiv)
-    return tl.where(b == 0, a / b, floordiv)
+    quotient = div_rn(a, b)
+    floordiv = tl.where(div == 0, libdevice.copysign(tl.full(div.shape, 0.0, div.dtype), quotient), floordiv)
+    return tl.where(b == 0, quotient, floordiv)
 
 
 @triton.jit

@@ -141,9 +141,10 @@ def _half_scalar(x: str, out_dtype: torch.dtype) -> str:
 
 def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 1) -> str:
     """`a + sign * alpha * b`, as ATen's add kernel: floats use one fused multiply-add,
-    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan."""
+    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan. (tl.fma: libdevice's flushes
+    float32 subnormals on a GPU.)"""
     if out_dtype.is_floating_point:
-        return f"libdevice.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
+        return f"tl.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
     if alpha == 1 or out_dtype == torch.bool:  # bool: alpha is true or eager rejects it
         return f"{a} + {b}" if sign > 0 else f"{a} - {b}"
     return f"{a} + {b} * {_scalar(sign * alpha, out_dtype)}"
@@ -154,7 +155,7 @@ def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
     # multiply and the add (so -inf + max * 2 is -inf, not nan), as Triton does on a GPU.
     scaled = f"({_scalar(value, out_dtype)} * {a})"
     if out_dtype.is_floating_point:
-        return f"libdevice.fma({scaled}, {b}, {x})"
+        return f"tl.fma({scaled}, {b}, {x})"
     return f"{x} + {scaled} * {b}"
 
 
@@ -182,11 +183,11 @@ def _pow_scalar_exponent(a: str, e: str) -> str:
     one = f"tl.full([], 1.0, ({a}).dtype)"
     products = (
         f"tl.where({e} == 2.0, {a} * {a}, tl.where({e} == 3.0, {a} * {a} * {a}, "
-        f"tl.where({e} == -2.0, libdevice.div_rn({one}, {a} * {a}), libdevice.pow({a}, {e}))))"
+        f"tl.where({e} == -2.0, lib.div_rn({one}, {a} * {a}), libdevice.pow({a}, {e}))))"
     )
     return (
         f"tl.where({e} == 0.5, libdevice.sqrt({a}), tl.where({e} == -0.5, libdevice.rsqrt({a}), "
-        f"tl.where({e} == -1.0, libdevice.div_rn({one}, {a}), {products})))"
+        f"tl.where({e} == -1.0, lib.div_rn({one}, {a}), {products})))"
     )
 
 
@@ -235,13 +236,13 @@ def _gelu(x: str, approximate: str = "none") -> str:
 
 
 def _div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
-    # div_rn: Triton's float32 `/` is approximate on a GPU, and a quotient one ulp under an integer
-    # truncates one lower. Half quotients are truncated at float32 precision, as eager's scalar loops.
+    # lib.div_rn: Triton's float32 `/` is approximate on a GPU (a quotient one ulp under an integer
+    # truncates one lower), and libdevice's div_rn flushes subnormals (tiny / -0.0 would be nan). Half quotients are truncated at float32 precision, as eager's scalar loops.
     if rounding_mode == "trunc":
-        return f"libdevice.trunc(libdevice.div_rn({a}, {b}))"
+        return f"libdevice.trunc(lib.div_rn({a}, {b}))"
     if rounding_mode == "floor":
         return f"lib.floor_divide_float({a}, {b})"
-    return f"libdevice.div_rn({a}, {b})"
+    return f"lib.div_rn({a}, {b})"
 
 
 def _int_div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
@@ -463,12 +464,12 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "prims_div",
         "prims::div.default",
         BINARY,
-        lambda a, b: f"libdevice.div_rn({a}, {b})",
+        lambda a, b: f"lib.div_rn({a}, {b})",
         int_render=lambda a, b: f"{a} // {b}",
     ),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
     # Division rounds correctly (div_rn), as eager's does: Triton's float32 `/` is approximate on a GPU.
-    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"libdevice.div_rn({a}, {b})"),
+    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"lib.div_rn({a}, {b})"),
     _op(
         "div_mode",
         "div.Tensor_mode div.Scalar_mode",
@@ -496,7 +497,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "fmod",
         "Tensor Scalar",
         BINARY,
-        lambda a, b, *, out_dtype: f"libdevice.fmod({a}, {_half_scalar(b, out_dtype)})",
+        lambda a, b, *, out_dtype: f"lib.fmod_float({a}, {_half_scalar(b, out_dtype)})",
         int_render=lambda a, b, *, out_dtype: f"{a} % {b}",
         wants_out_dtype=True,
     ),
@@ -545,8 +546,8 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         lambda a, b: f"tl.where({a} != {a}, {b}, tl.where({b} != {b}, {a}, tl.minimum({a}, {b})))",
         int_render=lambda a, b: f"tl.minimum({a}, {b})",
     ),
-    _op("atan2", "default", BINARY, lambda a, b: f"libdevice.atan2({a}, {b})", accepts=Accepts.FLOATING),
-    _op("hypot", "default", BINARY, lambda a, b: f"libdevice.hypot({a}, {b})", accepts=Accepts.FLOATING),
+    _op("atan2", "default", BINARY, _lib("atan2"), accepts=Accepts.FLOATING),
+    _op("hypot", "default", BINARY, _lib("hypot"), accepts=Accepts.FLOATING),
     _op(
         "copysign",
         "Tensor Scalar",
@@ -615,9 +616,9 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "Scalar Tensor",
         (("self", Typing.OUT), ("end", Typing.OUT), ("weight", Typing.OUT)),
         # ATen's two-sided form keeps lerp exact at weight 0 and 1; both sides are fused multiply-adds.
+        # tl.fma, not libdevice's: on a GPU that flushes float32 subnormals (tiny * inf would be 0 * inf).
         lambda a, b, w: (
-            f"tl.where(tl.abs({w}) < 0.5, libdevice.fma({w}, {b} - {a}, {a}), "
-            f"libdevice.fma({a} - {b}, 1.0 - {w}, {b}))"
+            f"tl.where(tl.abs({w}) < 0.5, tl.fma({w}, {b} - {a}, {a}), tl.fma({a} - {b}, 1.0 - {w}, {b}))"
         ),
         accepts=Accepts.FLOATING,
     ),
