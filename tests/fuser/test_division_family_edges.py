@@ -117,7 +117,7 @@ def row_program(s, x):
 
 
 def test_floor_division_and_remainder_of_a_0d_operand_in_a_row_kernel(device):
-    a, b = pairs(torch.float32, device)
+    _, b = pairs(torch.float32, device)
     x = torch.where(b.isfinite(), b, 1.0).reshape(11, 11)
     s = torch.tensor(-0.75, device=device)
     for got, want in zip(fuser.compile(row_program)(s, x), row_program(s, x), strict=True):
