@@ -52,6 +52,25 @@ EDGES: dict[str, tuple[float, ...]] = {
     "log": (1e-45,),
     "pow": (-0.5, 2.0),
 }
+# Where eager has no one answer: at these input values its vectorized CPU loop (whole SIMD vectors of a
+# contiguous operand) and its scalar loop (a 3-element tensor, the tail after the last whole vector, a
+# transposed operand) disagree, so the oracle skips those positions. direction -> argument -> values,
+# and what eager does there (seen in probes: 3 and 259 elements, tail and transposed, float32).
+_SCALAR_GRAD = "eager's scalar loop gives grad, its vectorized loop"
+_NAN = ("nan",)
+_MINUS_ZERO = "eager's vectorized loop gives -inf*grad, its scalar loop +inf*grad"
+UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
+    "hardtanh_backward": (
+        {"fwd": {"self": _NAN, "min_val": _NAN, "max_val": _NAN}},
+        f"at a nan self, min_val or max_val {_SCALAR_GRAD} 0",
+    ),
+    "hardswish_backward": ({"fwd": {"self": _NAN}}, f"at a nan self {_SCALAR_GRAD} nan"),
+    "elu": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} nan"),
+    "hardtanh": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} 0"),
+    "hardswish": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} nan"),
+    "logit_backward": ({"fwd": {"self": ("-0.0",)}}, f"at self = -0.0 {_MINUS_ZERO}"),
+    "logit": ({"bwd": {"self": ("-0.0",)}}, f"the gradient at -0.0: {_MINUS_ZERO}"),
+}
 NOT_DIFFERENTIABLE = {"nextafter", "floor_divide", "lift_fresh_copy", "full_like", "_to_copy"}
 NOT_DIFFERENTIABLE |= {"convert_element_type", "div"}  # prims.div has no autograd formula
 # Pointwise ops that only appear in backward graphs (AOTAutograd emits them; the fuser decomposes them).
@@ -100,7 +119,15 @@ def _derived(overload: torch._ops.OpOverload, *, inplace: bool = False) -> OpSpe
         edges=EDGES.get(packet, ()),
         nonzero=DIVISORS.get(packet, ()),
         cast_safe=packet in CASTS,
+        **_unspecified(packet, inplace),
     )
+
+
+def _unspecified(packet: str, inplace: bool = False) -> dict[str, Any]:
+    if inplace or packet not in UNSPECIFIED:
+        return {}
+    where, reason = UNSPECIFIED[packet]
+    return {"unspecified_at": where, "unspecified_reason": reason}
 
 
 def _inplace_twin(overload: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
@@ -125,6 +152,7 @@ def pointwise_specs() -> list[OpSpec]:
                 category="backward",
                 dtypes=tuple(d for d in DTYPES if DTYPES[d].is_floating_point),
                 variants=tuple(VARIANTS.get(packet, [{}])),
+                **_unspecified(packet),
             )
         )
     return specs

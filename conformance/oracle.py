@@ -17,6 +17,10 @@ the call and for gradients:
 
 Strides are not part of the verdict, but where a dense result's strides differ from eager's the
 verdict carries a note saying so.
+
+Where eager itself has no one answer — a spec's `unspecified_at` names input values at which eager's
+vectorized and scalar loops disagree — the runner passes a mask of those positions (`unspecified`),
+and only those elements are left out of every step above; all others are compared as always.
 """
 
 from __future__ import annotations
@@ -34,6 +38,15 @@ TOLERANCES = {  # torch.testing.assert_close's defaults: (rtol, atol)
 }
 
 
+# Input values a spec may name in `unspecified_at`, and how to find them in a float64 tensor.
+UNSPECIFIED_VALUES = {
+    "nan": torch.isnan,
+    "-0.0": lambda x: (x == 0) & x.signbit(),
+    "inf": torch.isposinf,
+    "-inf": torch.isneginf,
+}
+
+
 @dataclass
 class Verdict:
     ok: bool = True
@@ -46,13 +59,17 @@ class Verdict:
         return self
 
 
-def compare(actual, expected, reference=None, tolerance: tuple[float, float] | None = None) -> Verdict:
+def compare(
+    actual, expected, reference=None, tolerance: tuple[float, float] | None = None, unspecified=None
+) -> Verdict:
+    """`unspecified`: None, or a bool tensor per tensor of `expected` (same structure, None where
+    nothing is), True where eager has no one answer: those elements are not compared."""
     verdict = Verdict()
-    _compare(actual, expected, reference, tolerance, verdict, "result")
+    _compare(actual, expected, reference, tolerance, verdict, "result", unspecified)
     return verdict
 
 
-def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str) -> None:
+def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str, unspecified=None) -> None:
     if not verdict.ok:
         return
     if isinstance(expected, torch.Tensor):
@@ -60,7 +77,8 @@ def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str
             verdict.fail(f"{path}: expected a tensor, got {type(actual).__name__}")
             return
         ref = reference if isinstance(reference, torch.Tensor) else None
-        message = compare_tensors(actual, expected, ref, tolerance, verdict.notes, path)
+        mask = unspecified if isinstance(unspecified, torch.Tensor) else None
+        message = compare_tensors(actual, expected, ref, tolerance, verdict.notes, path, mask)
         if message:
             verdict.fail(message)
         return
@@ -71,8 +89,10 @@ def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str
         references = (
             reference if isinstance(reference, tuple | list) and len(reference) == len(expected) else None
         )
+        masks = unspecified if isinstance(unspecified, tuple | list) else [None] * len(expected)
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            _compare(a, e, references[i] if references else None, tolerance, verdict, f"{path}[{i}]")
+            reference_i = references[i] if references else None
+            _compare(a, e, reference_i, tolerance, verdict, f"{path}[{i}]", masks[i])
         return
     if actual != expected and not (_is_nan(actual) and _is_nan(expected)):
         verdict.fail(f"{path}: expected {expected!r}, got {actual!r}")
@@ -95,6 +115,7 @@ def compare_tensors(
     tolerance: tuple[float, float] | None,
     notes: list[str],
     path: str,
+    unspecified: torch.Tensor | None = None,
 ) -> str:
     """'' when `actual` is eager's answer, else one line saying how it is not."""
     if actual.shape != expected.shape:
@@ -108,6 +129,14 @@ def compare_tensors(
     if actual.numel() == 0:
         return ""
     a, e = actual.detach().cpu(), expected.detach().cpu()
+    if unspecified is not None:  # eager has no one answer there: the same 0 on every side, never compared
+        if unspecified.shape != a.shape:
+            raise ValueError(
+                f"{path}: unspecified mask of shape {list(unspecified.shape)}, result's {list(a.shape)}"
+            )
+        a, e = a.masked_fill(unspecified, 0), e.masked_fill(unspecified, 0)
+        if reference is not None and reference.shape == a.shape:
+            reference = reference.detach().cpu().masked_fill(unspecified, 0)
     if not expected.dtype.is_floating_point:
         wrong = a != e
         if not wrong.any():

@@ -14,6 +14,7 @@ own meta function disagrees with) is dropped, so only calls with one right answe
 float64 reference is eager on the same samples with floating tensors widened to float64. Inputs are
 compared after the call as well, so an in-place op that fails to write back (or a kernel that writes
 into an input it should not) fails too. Backward compares the gradients of every floating input.
+Where the spec says eager has no one answer (`unspecified_at`), those positions are not compared.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from conformance.contexts import WRAPPERS
-from conformance.oracle import TOLERANCES, compare
+from conformance.oracle import TOLERANCES, UNSPECIFIED_VALUES, compare
 from conformance.samples import Sample, generate, iter_samples
 from conformance.specs import OpSpec
 from conformance.values import inf, nan, replicate
@@ -306,14 +307,17 @@ def run_case(
         where = f"sample {index} [{expected.sample.label}]: {line}"
         slots = batch.slots[index]
         tolerance = tolerance_for(spec, dtype, [inputs[i] for i in slots], expected.output)
+        mask = unspecified_mask(spec, expected.sample, direction)
         if backward:
             actual_grads = [grads[i] for i in slots]
-            verdict = compare(actual_grads, expected.grads, expected.reference_grads, tolerance)
+            masks = None if mask is None else [fit(mask, g) for g in expected.grads]
+            verdict = compare(actual_grads, expected.grads, expected.reference_grads, tolerance, masks)
             if not verdict.ok:
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
             continue
         problems = []  # one failure per sample, whatever of it differs
-        verdict = compare(output, expected.output, expected.reference, tolerance)
+        masks = output_masks(mask, context, expected.output)
+        verdict = compare(output, expected.output, expected.reference, tolerance, masks)
         if not verdict.ok:
             problems.append(f"  output: {verdict.message}")
         elif verdict.notes:
@@ -325,6 +329,48 @@ def run_case(
         if problems:
             result.failures.append("\n".join([where, *problems]))
     return result
+
+
+def unspecified_mask(spec: OpSpec, sample: Sample, direction: str) -> torch.Tensor | None:
+    """Where eager has no one answer for this sample (the spec's `unspecified_at`): True, in the inputs'
+    broadcast shape, where a named argument holds one of its named values (a Python number everywhere)."""
+    wanted = (spec.unspecified_at or {}).get(direction)
+    if not wanted:
+        return None
+    names = [argument.name for argument in spec.overload._schema.arguments]
+    arguments = dict(zip(names, sample.args, strict=False)) | sample.kwargs
+    shape = torch.broadcast_shapes(*(t.shape for t in sample.tensors()))
+    mask = torch.zeros(shape, dtype=torch.bool)
+    for name, values in wanted.items():
+        held = arguments.get(name)
+        if isinstance(held, torch.Tensor | int | float):
+            held = torch.as_tensor(held).detach().cpu().to(torch.float64)
+            for value in values:
+                mask |= UNSPECIFIED_VALUES[value](held)
+    return mask
+
+
+def fit(mask: torch.Tensor, value) -> torch.Tensor | None:
+    """The mask for one compared tensor: as is, or, for the gradient of a broadcast input, true where
+    any position that input feeds is."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    if mask.shape == value.shape:
+        return mask
+    return mask.to(torch.int64).sum_to_size(value.shape) > 0
+
+
+def output_masks(mask: torch.Tensor | None, context: str, output):
+    """The mask of each output tensor, through the context's output wrapper (a row reduced by max is
+    unspecified where any of its elements is)."""
+    if mask is None:
+        return None
+    wrap_out = WRAPPERS[context][1]
+    if wrap_out is not None:
+        mask = wrap_out(mask.to(torch.float32)) > 0
+    if isinstance(output, tuple | list):
+        return [fit(mask, value) for value in output]
+    return fit(mask, output)
 
 
 def tolerance_for(spec: OpSpec, dtype: str, inputs: list, output) -> tuple[float, float] | None:

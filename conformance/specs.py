@@ -3,11 +3,12 @@
 A spec says how to make the op's samples (`family`, and the family's knobs: `variants` for attribute
 arguments, `domain` and `edges` for values, `nonzero` for integer divisors, `args` for shaped ops),
 which dtypes to try (those eager rejects on this device are dropped, never reported as passing),
-whether the op is differentiable, and any tolerance override with its reason.
+whether the op is differentiable, any tolerance override with its reason, and the input values at
+which eager itself has no one answer (`unspecified_at`, with its reason).
 
 Every field is checked when the spec is made: an unknown field, an op that is not a real overload, a
-dtype or family name that does not exist, a variant keyword the op's schema does not have, or an
-override without a reason is a `SpecError`, so a typo can never silently disable a test.
+dtype or family name that does not exist, a variant keyword the op's schema does not have, an
+unknown unspecified value, or an override without a reason is a `SpecError`, so a typo can never silently disable a test.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any
 
 import torch
 
+from conformance.oracle import UNSPECIFIED_VALUES
 from conformance.values import DTYPES
 
 FAMILIES = ("elementwise", "reduction", "shaped")
+DIRECTIONS = ("fwd", "bwd")
 CATEGORIES = ("pointwise", "inplace", "cast", "reduction", "normalization", "view", "backward", "fallback")
 
 
@@ -44,6 +47,10 @@ class OpSpec:
     args: Callable | None = None  # shaped family: args(x, make) -> [(args, kwargs), ...]
     tolerance: dict[str, tuple[float, float]] | None = None  # dtype -> (rtol, atol)
     tolerance_reason: str = ""
+    # Where eager's own kernels disagree (its vectorized and scalar CPU loops): direction -> argument ->
+    # input values (names in oracle.UNSPECIFIED_VALUES). The oracle skips the results at those positions.
+    unspecified_at: dict[str, dict[str, tuple[str, ...]]] | None = None
+    unspecified_reason: str = ""
 
     @property
     def overload(self) -> torch._ops.OpOverload:
@@ -118,6 +125,32 @@ def check(s: OpSpec) -> None:
             fail("a tolerance override needs tolerance_reason: why this op may differ more")
     elif s.tolerance_reason:
         fail("tolerance_reason without a tolerance override")
+    if s.unspecified_at is not None:
+        check_unspecified(s, arguments, fail)
+    elif s.unspecified_reason:
+        fail("unspecified_reason without unspecified_at")
+
+
+def check_unspecified(s: OpSpec, arguments: set[str], fail: Callable[[str], None]) -> None:
+    if s.family != "elementwise":
+        fail("unspecified_at is for elementwise ops: it marks positions of the broadcast inputs")
+    if not s.unspecified_at:
+        fail("unspecified_at is empty")
+    for direction, where in s.unspecified_at.items():
+        if direction not in DIRECTIONS:
+            fail(f"unspecified_at direction {direction!r} is not one of {DIRECTIONS}")
+        if direction == "bwd" and not s.differentiable:
+            fail("unspecified_at 'bwd' on an op that is not differentiable")
+        for argument, values in where.items():
+            if argument not in arguments:
+                fail(f"unspecified_at argument {argument!r} is not an argument of {s.overload._schema}")
+            if isinstance(values, str) or not values:
+                fail(f"unspecified_at[{direction!r}][{argument!r}] must be a non-empty tuple of values")
+            bad = [v for v in values if v not in UNSPECIFIED_VALUES]
+            if bad:
+                fail(f"unspecified_at value(s) {bad} unknown; known: {list(UNSPECIFIED_VALUES)}")
+    if not s.unspecified_reason.strip():
+        fail("unspecified_at needs unspecified_reason: what eager does at those values")
 
 
 def registry(specs: Iterable[OpSpec]) -> dict[str, OpSpec]:

@@ -81,3 +81,52 @@ def test_different_strides_are_reported_but_do_not_fail():
 def test_none_and_python_numbers_compare_by_value():
     assert compare([None, 3, math.nan], [None, 3, math.nan]).ok
     assert not compare([None, 4], [None, 3]).ok
+
+
+def test_an_unspecified_element_is_not_compared_and_every_other_one_still_is():
+    # Eager's gradient at a nan input is 0 on one layout and grad on another: no one answer there.
+    expected = torch.tensor([0.0, 1.0, -math.inf, math.nan])
+    reference = expected.double()
+    unspecified = torch.tensor([True, False, False, False])
+    differs_there = torch.tensor([1.5, 1.0, -math.inf, math.nan])
+    assert not compare(differs_there, expected, reference).ok
+    assert compare(differs_there, expected, reference, unspecified=unspecified).ok
+    for wrong in (
+        torch.tensor([1.5, 1.0, math.inf, math.nan]),  # an inf's sign elsewhere
+        torch.tensor([1.5, 1.0, -math.inf, 2.0]),  # a nan position elsewhere
+        torch.tensor([1.5, 1.1, -math.inf, math.nan]),  # a finite value elsewhere
+    ):
+        verdict = compare(wrong, expected, reference, unspecified=unspecified)
+        assert not verdict.ok and "1 of 4 elements" in verdict.message
+
+
+def test_unspecified_masks_follow_the_structure_of_the_result():
+    expected = [torch.tensor([0.0, 1.0]), None, torch.tensor([2.0, 3.0])]
+    masks = [torch.tensor([True, False]), None, None]
+    assert compare([torch.tensor([9.0, 1.0]), None, expected[2]], expected, unspecified=masks).ok
+    verdict = compare([expected[0], None, torch.tensor([9.0, 3.0])], expected, unspecified=masks)
+    assert not verdict.ok and "result[2]" in verdict.message
+
+
+def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_value():
+    from conformance.catalog import SPECS
+    from conformance.runner import fit, output_masks, unspecified_mask
+    from conformance.samples import Sample
+
+    spec = SPECS["aten.hardtanh_backward.default"]  # fwd: a nan self, min_val or max_val
+    grad = torch.tensor([[math.nan, 1.0, 2.0]])
+    self = torch.tensor([[0.5], [math.nan]])
+    mask = unspecified_mask(spec, Sample((grad, self, -1.0, 1.0), {}, "t"), "fwd")
+    assert mask.tolist() == [[False, False, False], [True, True, True]]  # a nan grad is not named
+    assert unspecified_mask(spec, Sample((grad, self, -1.0, 1.0), {}, "t"), "bwd") is None
+    everywhere = unspecified_mask(spec, Sample((grad, self, -1.0, math.nan), {}, "t"), "fwd")
+    assert everywhere.all() and everywhere.shape == (2, 3)
+    # A row reduced by the into_reduction context is unspecified where any of its elements is; the
+    # gradient of a broadcast input where any position it feeds is.
+    assert output_masks(mask, "into_reduction", torch.zeros(2)).tolist() == [False, True]
+    assert fit(mask, torch.zeros(2, 1)).tolist() == [[False], [True]]
+    assert fit(mask, torch.zeros(3)).tolist() == [True, True, True]
+    logit = SPECS["aten.logit.default"]  # bwd only: logit(-0.0) itself is -inf everywhere
+    x = torch.tensor([-0.0, 0.0, 0.5])
+    assert unspecified_mask(logit, Sample((x,), {}, "t"), "bwd").tolist() == [True, False, False]
+    assert unspecified_mask(logit, Sample((x,), {}, "t"), "fwd") is None

@@ -14,6 +14,15 @@ from conformance.specs import SpecError, spec
 from conformance.values import lay_out, values_for
 
 
+def _unspecified(where: dict, reason: str = "eager's loops disagree") -> dict:
+    return {
+        "family": "elementwise",
+        "category": "pointwise",
+        "unspecified_at": where,
+        "unspecified_reason": reason,
+    }
+
+
 @pytest.mark.parametrize(
     ("fields", "complaint"),
     [
@@ -25,6 +34,13 @@ from conformance.values import lay_out, values_for
             {"family": "elementwise", "category": "pointwise", "tolerance": {"float16": (1e-2, 1e-3)}},
             "reason",
         ),
+        (_unspecified({"fwd": {"self": ("NaN",)}}), "unspecified_at value.*NaN"),
+        (_unspecified({"fwd": {"self": ("nan",)}}, reason=" "), "needs unspecified_reason"),
+        (_unspecified({"fwd": {"slef": ("nan",)}}), "slef"),
+        (_unspecified({"backward": {"self": ("nan",)}}), "direction 'backward'"),
+        (_unspecified({"bwd": {"self": ("nan",)}}), "not differentiable"),
+        (_unspecified({"fwd": {"self": "nan"}}), "tuple of values"),
+        ({"family": "elementwise", "category": "pointwise", "unspecified_reason": "why"}, "without"),
     ],
 )
 def test_a_malformed_spec_is_an_error_naming_the_problem(fields, complaint):
