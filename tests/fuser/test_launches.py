@@ -36,7 +36,7 @@ class _Compiled:
 class _JitFunction:
     """Stands in for Triton's JITFunction: records launches through `run`."""
 
-    arg_names = ["in_ptr", "stride", "BLOCK"]
+    arg_names = ("in_ptr", "stride", "BLOCK")
 
     def __init__(self):
         self.calls: list = []
