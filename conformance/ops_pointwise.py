@@ -66,6 +66,7 @@ UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
     ),
     "hardswish_backward": ({"fwd": {"self": _NAN}}, f"at a nan self {_SCALAR_GRAD} nan"),
     "elu": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} nan"),
+    "elu_backward": ({"fwd": {"self_or_result": _NAN}}, f"at a nan self_or_result {_SCALAR_GRAD} nan"),
     "hardtanh": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} 0"),
     "hardswish": ({"bwd": {"self": _NAN}}, f"the gradient at a nan input: {_SCALAR_GRAD} nan"),
     "logit_backward": ({"fwd": {"self": ("-0.0",)}}, f"at self = -0.0 {_MINUS_ZERO}"),

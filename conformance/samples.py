@@ -193,8 +193,18 @@ def schema_operands(spec: OpSpec) -> list[Operand]:
     return found
 
 
+def positional_operands(spec: OpSpec, operands: list[Operand]) -> int:
+    """How many leading operands can be passed by position: those before the first argument a variant
+    pins by keyword (elu_backward's tensor `self_or_result` comes after its pinned scalars)."""
+    names = [argument.name for argument in spec.overload._schema.arguments]
+    pinned = [names.index(key) for variant in spec.variants for key in variant if key in names]
+    first_pinned = min(pinned, default=len(names))
+    return sum(1 for operand in operands if names.index(operand.name) < first_pinned)
+
+
 def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     operands = schema_operands(spec)
+    positional = positional_operands(spec, operands)
     tensors = [i for i, o in enumerate(operands) if o.kind == "tensor"]
     scalar_slots = [i for i, o in enumerate(operands) if o.kind == "scalar"]
     counter = itertools.count()
@@ -243,8 +253,15 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
                 )
             )
         variants = spec.variants if every_variant or tier.name == "full" else spec.variants[:1]
+        by_name = {
+            operand.name: arg for operand, arg in zip(operands[positional:], args[positional:], strict=True)
+        }
         for variant in variants:
-            yield Sample(tuple(args), dict(variant), label + (f" ({', '.join(notes)})" if notes else ""))
+            yield Sample(
+                tuple(args[:positional]),
+                {**by_name, **variant},
+                label + (f" ({', '.join(notes)})" if notes else ""),
+            )
 
     main = tier.main
     # The awkward-value walk with every operand full, then the promotion choices.
@@ -289,20 +306,28 @@ def dim_argument(spec: OpSpec):
     return None
 
 
+def takes_list(dim_type: str) -> bool:
+    return "List" in dim_type  # the schema's "int[]" prints as List[int], "int?" as Optional[int]
+
+
+def optional(dim_type: str | None) -> bool:
+    return dim_type is not None and dim_type.startswith("Optional")
+
+
 def reduction_dims(shape: tuple[int, ...], dim_type: str | None) -> list:
-    """The dims to reduce `shape` over, as the schema's `dim` type takes them."""
+    """The dims to reduce `shape` over, as the schema's `dim` type takes them (None: every dim)."""
     rank = max(len(shape), 1)
     if dim_type is None:
         return [None]
     singles = sorted({-1, 0} if rank > 1 else {-1})
-    if "[" not in dim_type:
-        return singles + ([None] if "?" in dim_type else [])
+    if not takes_list(dim_type):
+        return singles + ([None] if optional(dim_type) else [])
     lists = [[d] for d in singles]
     if len(shape) >= 2:
         lists.append([0, -1])
     if len(shape) >= 3:
         lists.append([0, 2])
-    if "?" in dim_type:
+    if optional(dim_type):
         lists.append(None)
     return lists
 
@@ -324,10 +349,9 @@ def reduction(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
             choices = [choices[0]] + ([choices[-1]] if choices[-1] != choices[0] else [])
         for k, dims in enumerate(choices):
             keepdim = bool(k % 2) if has_keepdim else None
-            kwargs = {} if dims is None and dim_type and "?" in dim_type else None
             for variant in spec.variants if every else spec.variants[:1]:
                 call = dict(variant)
-                if dim_type is not None and kwargs is None:
+                if dim_type is not None:
                     call["dim"] = dims
                 if has_keepdim:
                     call["keepdim"] = keepdim
@@ -342,7 +366,7 @@ def reduction(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     for variant in spec.variants:
         call = dict(variant)
         if dim_type is not None:
-            call["dim"] = -1 if "[" not in dim_type else [-1]
+            call["dim"] = [-1] if takes_list(dim_type) else -1
         if has_keepdim:
             call["keepdim"] = False
         yield Sample((ties,), call, f"ties {tier.main}")

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from conformance.catalog import SPECS
-from conformance.samples import generate
+from conformance.plugin import untested_ops
+from conformance.runner import supported_dtypes
+from conformance.samples import generate, iter_samples
 from conformance.specs import SpecError, spec
 from conformance.values import lay_out, values_for
 
@@ -96,3 +98,19 @@ def test_gaps_of_a_noncontiguous_sample_hold_nan_so_an_out_of_bounds_read_shows(
 def test_integer_samples_hold_the_dtype_limits():
     walk = generate(SPECS["aten.add.Tensor"], "int8", "quick")[0].tensors()[0]
     assert (walk == 127).any() and (walk == -128).any()
+
+
+def test_an_op_eager_rejects_in_every_dtype_is_reported_not_silently_dead():
+    dtypes = {"aten.good.default": ("float32",), "aten.dead.default": ()}
+    assert untested_ops(list(dtypes), dtypes.__getitem__) == ["aten.dead.default"]
+
+
+def test_every_reduction_spec_gets_samples_eager_accepts():
+    # argmax's `dim` is `int?`: it was once sampled as a list, which eager rejects, so it tested nothing.
+    for op in ("aten.argmax.default", "aten.argmin.default", "aten.sum.dim_IntList", "aten.max.dim"):
+        assert "float32" in supported_dtypes(SPECS[op], "cpu"), op
+
+
+def test_an_optional_dim_reduction_is_also_sampled_over_every_dim():
+    samples = list(iter_samples(SPECS["aten.sum.dim_IntList"], "float32", "quick"))
+    assert any(sample.kwargs.get("dim", "absent") is None for sample in samples)
