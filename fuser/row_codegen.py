@@ -111,6 +111,9 @@ class RowBuilder(Builder):
         self.stage = stage  # None, "split_partials" or "split_combine"
         self.persistent = persistent or stage == "split_combine"
         self.partials: dict[fx.Node, str] = {}
+        # Row reductions already emitted, by (kind, input, dtype): layer_norm's mean and its variance's
+        # mean are one sum. Not shared across a split's stages, whose reductions are per node.
+        self.reduced: dict[tuple[str, fx.Node, torch.dtype], str] = {}
         self.levels.update({"rows": 1, "cols": 2, "col_index": 2, "mask": 2})
         self.levels.update({f"r{d}": 1 for d in self.space.kept})
         self.levels.update({f"c{d}": 2 for d in self.space.reduced})
@@ -218,6 +221,14 @@ class RowBuilder(Builder):
         return self.emit("masked", f"tl.where(mask, {value}, {self._identity(kind, dtype)})")
 
     def reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> str:
+        if self.stage is not None:
+            return self._reduce(kind, source, dtype)
+        key = (kind, source, dtype)
+        if key not in self.reduced:
+            self.reduced[key] = self._reduce(kind, source, dtype)
+        return self.reduced[key]
+
+    def _reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> str:
         rule = KINDS[kind]
         combine, finish = rule.combine, rule.finish
         if not dtype.is_floating_point:

@@ -351,3 +351,18 @@ def test_the_logsumexp_of_a_0d_tensor_over_dim_minus_1_is_the_tensor(device):
     # Its decomposition squeezes dim -1 of a 0-d tensor, which names the tensor itself.
     x = torch.randn((), device=device)
     explain_and_check(lambda t: torch.logsumexp(t, [-1]), x)
+
+
+def test_layer_norm_sums_each_row_once_for_its_mean_and_its_variance(device):
+    # The decomposition asks for sum(x) twice (var's mean and the normalization's mean): one reduction
+    # of the row serves both, plus one for the squared deviations.
+    x = torch.randn(6, 300, device=device)
+    w, b = torch.randn(300, device=device), torch.randn(300, device=device)
+
+    def layer_norm(x, w, b):
+        return torch.nn.functional.layer_norm(x, (300,), w, b)
+
+    report = fuser.explain(layer_norm, x, w, b)
+    (source,) = report.sources
+    assert source.count("tl.reduce(") == 2, source
+    torch.testing.assert_close(report.result, layer_norm(x, w, b))
