@@ -57,6 +57,12 @@ def _min_dim(x: torch.Tensor, dim: int, keepdim: bool = False):
     return aten.amin.default(x, [dim], keepdim), aten.argmin.default(x, dim, keepdim)
 
 
+def _sigmoid_backward(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    # ATen's kernels multiply in this order, (grad * (1 - y)) * y; the stock decomposition's
+    # grad * (y * (1 - y)) overflows first at |y| near max (0 * -inf = nan where eager gives a signed 0).
+    return grad * (1 - y) * y
+
+
 @functools.cache
 def decomposition_table() -> dict:
     """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole."""
@@ -64,6 +70,7 @@ def decomposition_table() -> dict:
     table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
+    table[aten.sigmoid_backward.default] = _sigmoid_backward
     return {op: fn for op, fn in table.items() if op not in lowered}
 
 

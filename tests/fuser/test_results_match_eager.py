@@ -203,3 +203,14 @@ def test_narrow_integers_wrap_negative_scalars_and_overflow_as_eager_does(dtype,
     for fused, eager in zip(got, wrapping_program(a, b), strict=True):
         assert fused.dtype == eager.dtype
         torch.testing.assert_close(fused, eager, rtol=0, atol=0)
+
+
+def test_sigmoid_backward_multiplies_in_eagers_order(device):
+    # (grad * (1 - y)) * y, as ATen's kernels: grad * (y * (1 - y)) is 0 * -inf = nan at y = max.
+    big = torch.finfo(torch.float32).max
+    y = torch.tensor([big, -big, 0.5, big], device=device)
+    grad = torch.tensor([0.0, -0.0, 2.0, 1e-30], device=device)
+    op = torch.ops.aten.sigmoid_backward.default
+    got = fuser.compile(lambda g, y: op(g, y), strict=True)(grad, y)
+    torch.testing.assert_close(got, op(grad, y), equal_nan=True)
+    assert torch.equal(torch.signbit(got), torch.signbit(op(grad, y)))
