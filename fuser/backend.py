@@ -8,12 +8,14 @@ resulting graph goes to `fuser.compiler.compile_graph`.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from fuser.compiler import compile_graph
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD
@@ -63,6 +65,17 @@ def _sigmoid_backward(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return grad * (1 - y) * y
 
 
+def _native_layer_norm(x, normalized_shape, weight, bias, eps):
+    # Over zero elements eager's mean is 0 (its row moments start at 0); the decomposition's is 0/0 = nan.
+    out, mean, rstd = _STOCK_LAYER_NORM(x, normalized_shape, weight, bias, eps)
+    if statically_known_true(math.prod(normalized_shape) == 0):
+        mean = torch.zeros_like(mean)
+    return out, mean, rstd
+
+
+_STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
+
+
 @functools.cache
 def decomposition_table() -> dict:
     """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole."""
@@ -71,6 +84,7 @@ def decomposition_table() -> dict:
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
+    table[aten.native_layer_norm.default] = _native_layer_norm
     return {op: fn for op, fn in table.items() if op not in lowered}
 
 

@@ -214,3 +214,11 @@ def test_sigmoid_backward_multiplies_in_eagers_order(device):
     got = fuser.compile(lambda g, y: op(g, y), strict=True)(grad, y)
     torch.testing.assert_close(got, op(grad, y), equal_nan=True)
     assert torch.equal(torch.signbit(got), torch.signbit(op(grad, y)))
+
+
+def test_layer_norm_over_zero_elements_has_eagers_zero_mean(device):
+    x = torch.randn(3, 0, device=device)
+    op = torch.ops.aten.native_layer_norm.default
+    got = fuser.compile(lambda x: op(x, [0], None, None, 1e-5), strict=True)(x)
+    for fused, eager in zip(got, op(x, [0], None, None, 1e-5), strict=True):
+        torch.testing.assert_close(fused, eager, equal_nan=True)
