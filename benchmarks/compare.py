@@ -19,8 +19,10 @@ the workload's fewest bytes (each input read once, each output written once) rep
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
+import os
 import platform
 import statistics
 from collections.abc import Callable
@@ -32,6 +34,7 @@ import triton
 import triton.testing
 
 import fuser
+import fuser.options
 import fuser.runtime
 
 
@@ -161,6 +164,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds per variant")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument(
+        "--eviction-hints",
+        action="store_true",
+        help="also time the fuser compiled with FUSER_EVICTION_HINTS=1",
+    )
+    parser.add_argument(
         "--sweep", default="", help="fuser runtime settings to try, e.g. GPU_ROW_ELEMENTS=8192,GPU_BLOCK=2048"
     )
     args = parser.parse_args()
@@ -189,10 +197,15 @@ def main() -> None:
             "inductor": torch.compile(workload.program, dynamic=False),
             "eager": workload.program,
         }
-        errors = {
-            v: max(check(fn, workload, r, c) for r, c in [(1823, 781), (3, 7), (args.rows, args.cols)])
-            for v, fn in variants.items()
-        }
+        if args.eviction_hints:  # the fuser again, compiled with L2 eviction hints (fuser.options)
+            variants["fuser+evict"] = fuser.compile(workload.program, dynamic=False, strict=True)
+        errors = {}
+        for v, fn in variants.items():
+            # Each variant compiles at its first calls, here: the hints are read then.
+            with hints_in_environment(v == "fuser+evict"):
+                errors[v] = max(
+                    check(fn, workload, r, c) for r, c in [(1823, 781), (3, 7), (args.rows, args.cols)]
+                )
         inputs = workload.inputs(args.rows, args.cols)
         calls = {v: as_call(fn, workload, inputs) for v, fn in variants.items()}
         rounds: dict[str, list[float]] = {v: [] for v in variants}
@@ -224,6 +237,19 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
+
+
+@contextlib.contextmanager
+def hints_in_environment(on: bool):
+    saved = os.environ.pop(fuser.options.EVICTION_HINTS_ENV, None)
+    if on:
+        os.environ[fuser.options.EVICTION_HINTS_ENV] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(fuser.options.EVICTION_HINTS_ENV, None)
+        if saved is not None:
+            os.environ[fuser.options.EVICTION_HINTS_ENV] = saved
 
 
 def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, float]:
