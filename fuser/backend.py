@@ -65,15 +65,15 @@ def _sigmoid_backward(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return grad * (1 - y) * y
 
 
+_STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
+
+
 def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     # Over zero elements eager's mean is 0 (its row moments start at 0); the decomposition's is 0/0 = nan.
     out, mean, rstd = _STOCK_LAYER_NORM(x, normalized_shape, weight, bias, eps)
     if statically_known_true(math.prod(normalized_shape) == 0):
         mean = torch.zeros_like(mean)
     return out, mean, rstd
-
-
-_STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
 
 
 @functools.cache

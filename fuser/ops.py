@@ -237,7 +237,8 @@ def _gelu(x: str, approximate: str = "none") -> str:
 
 def _div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
     # lib.div_rn: Triton's float32 `/` is approximate on a GPU (a quotient one ulp under an integer
-    # truncates one lower), and libdevice's div_rn flushes subnormals (tiny / -0.0 would be nan). Half quotients are truncated at float32 precision, as eager's scalar loops.
+    # truncates one lower), and libdevice's div_rn flushes subnormals (tiny / -0.0 would be nan). Half
+    # quotients are truncated at float32 precision, as eager's scalar loops.
     if rounding_mode == "trunc":
         return f"libdevice.trunc(lib.div_rn({a}, {b}))"
     if rounding_mode == "floor":

@@ -53,7 +53,7 @@ WRONG_LOWERING_ENV = "FUSER_TESTING_WRONG_LOWERING"
 
 # Experimental, off by default: FUSER_EVICTION_HINTS=1 marks each load for the L2 cache, evict_last for
 # an input smaller than the kernel's iteration space (re-read across rows: weights, biases) and
-# evict_first for one read once, as Inductor does. For an A/B on a GPU (benchmarks/compare.py --variant);
+# evict_first for one read once, as Inductor does. For an A/B on a GPU (benchmarks/compare.py --eviction-hints);
 # not yet measured, so not the default. Read at each compile.
 EVICTION_HINTS_ENV = "FUSER_EVICTION_HINTS"
 

@@ -202,7 +202,7 @@ class Stage:
     strides: list[tuple[int, int, int]]  # (position, env slot, dim)
     outputs: list[tuple[int, int]]  # (position, output index)
     partials: list[tuple[int, int]]  # (position, workspace index)
-    launcher: Callable | None = None  # the kernel bound to its grid, loaded at the first launch
+    launcher: Callable | None = None  # the kernel bound to grid and options, loaded at the first launch
 
     def arguments(self, env: list, outputs: list, partials: list) -> list:
         args = self.template.copy()
@@ -222,10 +222,8 @@ class Launch:
     """A kernel's sizes made concrete for one binding of the graph's symbols."""
 
     outputs: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, int]]  # shape, strides, dtype, slot
-    ints: dict[str, int]  # the kernel's integer arguments by parameter name
-    config: Config
     empty: bool  # nothing to compute: no rows, or no elements
-    stages: list[Stage]
+    stages: list[Stage]  # the launches, in order (a split reduction's second stage after its first)
     partials: list[tuple[tuple[int, int], torch.dtype]]  # a split reduction's workspaces: shape, dtype
 
 
@@ -269,7 +267,7 @@ class KernelStep:
             while stage_config is not None:
                 stages.append(self._stage(stage_config, ints, outputs))
                 stage_config = stage_config.then
-            self.launches[key] = Launch(outputs, ints, config, empty, stages, self._partials(config, ints))
+            self.launches[key] = Launch(outputs, empty, stages, self._partials(config, ints))
         return self.launches[key]
 
     def _stage(self, config: Config, ints: dict[str, int], outputs: list) -> Stage:
@@ -293,13 +291,13 @@ class KernelStep:
 
     def source_for(self, key: tuple[int, ...]) -> KernelSource:
         """The variant this binding of the symbols launches (what `fuser.explain` shows)."""
-        return self.variants[self.launch(key).config.variant]
+        return self.launch(key).stages[0].source
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
         if self.failed:
             self.fallback(env, key)
             return
-        launch = self.launches.get(key) or self.launch(key)
+        launch = self.launch(key)
         device = self.kernel.device
         outputs = [
             torch.empty_strided(shape, strides, dtype=dtype, device=device)
@@ -319,15 +317,9 @@ class KernelStep:
         stage = launch.stages[0]
         try:
             for stage in launch.stages:
-                args = stage.arguments(env, outputs, partials)
                 if stage.launcher is None:
                     stage.launcher = self._launcher(stage)
-                if self.interpreted:
-                    # Masked-off lanes may divide by zero; NumPy would warn about values nobody stores.
-                    with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                        stage.launcher(*args, **stage.options)
-                else:
-                    stage.launcher(*args)
+                stage.launcher(*stage.arguments(env, outputs, partials))
             metrics.bump("kernels_launched", len(launch.stages))
         except Exception as error:
             if self.strict:
@@ -345,7 +337,7 @@ class KernelStep:
     def _launcher(self, stage: Stage) -> Callable:
         kernel = load_kernel(stage.source, self.interpreted)
         if self.interpreted:
-            return kernel[stage.grid]
+            return _quietly(kernel[stage.grid], stage.options)
         pointers = [p for p, _ in stage.tensors + stage.outputs + stage.partials]
         integers = [p for p, _, _ in stage.strides]
         return DirectLauncher(kernel, stage.grid, stage.options, pointers, integers)
@@ -361,6 +353,17 @@ class KernelStep:
             if arg.kind == "partials"
         )
         return [((splits, rows), dtype) for _, dtype in specs]
+
+
+def _quietly(launch: Callable, options: dict[str, int]) -> Callable:
+    """An interpreted launch with its block sizes bound. Masked-off lanes may divide by zero: NumPy would
+    warn about values nobody stores."""
+
+    def run(*args: Any) -> None:
+        with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            launch(*args, **options)
+
+    return run
 
 
 def _materialize(arg: Any, env: list, slots: dict[fx.Node, int]) -> Any:
