@@ -8,7 +8,8 @@ which eager itself has no one answer (`unspecified_at`, with its reason).
 
 Every field is checked when the spec is made: an unknown field, an op that is not a real overload, a
 dtype or family name that does not exist, a variant keyword the op's schema does not have, an
-unknown unspecified value, or an override without a reason is a `SpecError`, so a typo can never silently disable a test.
+unknown unspecified value, or an override without a reason is a `SpecError`, so a typo can never
+silently disable a test.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 
 import torch
 
+from conformance.caseid import DIRECTIONS
 from conformance.oracle import UNSPECIFIED_VALUES
 from conformance.values import DTYPES
 
 FAMILIES = ("elementwise", "reduction", "shaped")
-DIRECTIONS = ("fwd", "bwd")
 CATEGORIES = ("pointwise", "inplace", "cast", "reduction", "normalization", "view", "backward", "fallback")
 
 
