@@ -17,6 +17,10 @@ from triton.language.extra import libdevice
 # Eager's CUDA kernels keep subnormals, so float32 helpers below go around libdevice's float32 versions:
 # Triton's own correctly rounded division and fused multiply-add (which keep them), libdevice's float64
 # versions (which never flush), or operands scaled out of the subnormal range first.
+# These are per-op workarounds of one cause. The cause itself is a compile option (`enable_reflect_ftz`,
+# True by default in Triton's CUDA options): launching with it off would keep subnormals in every
+# libdevice call (log, rsqrt, exp too) and let these helpers go. Not done yet: it needs a GPU run to
+# check that Triton 3.6 takes the option and what it costs (docs/gpu-runs.md, the next run).
 
 
 @triton.jit
