@@ -194,7 +194,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    selection(config)  # bad options are usage errors before anything is collected
+    chosen = selection(config)  # bad options are usage errors before anything is collected
+    _share_machine(chosen.device, getattr(config, "workerinput", None))
+
+
+def _share_machine(device: str, workerinput: dict | None) -> None:
+    """Spreads xdist workers over the machine: worker k runs on GPU k mod the GPU count, and each worker
+    takes its share of the CPU cores for eager's CPU kernels. Left alone, every worker starts one thread
+    per core (15 workers on 16 cores ran 240 spinning threads) and every worker uses GPU 0."""
+    if workerinput is None:
+        return
+    index = int(workerinput["workerid"].removeprefix("gw"))
+    workers = int(workerinput["workercount"])
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    if device == "cuda":
+        torch.cuda.set_device(index % torch.cuda.device_count())
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -250,6 +264,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "date": datetime.date.today().isoformat(),
             "command": "pytest " + shlex.join(config.invocation_params.args),
             "workers": os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"),
+            "gpus": torch.cuda.device_count() if chosen.device == "cuda" else 0,
         }
         json_path, md_path = report.write(results, meta, Path(directory))
         terminalreporter.write_line(f"report: {json_path} and {md_path}")
