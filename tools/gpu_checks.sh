@@ -5,7 +5,7 @@
 #   this box: full tier, shard 1/32, for CONFORMANCE_S seconds, then one case under cProfile with an
 #   empty Triton cache (where a case's time goes).
 #   OUT=/tmp/gpu-checks bash tools/gpu_checks.sh        (run from the repository root)
-# Each step is capped by `timeout`; its output goes to $OUT/<step>.log.
+# Each step is capped by `timeout`; its output goes to $OUT/<step>.log. STEPS="env bench" runs only those.
 set -u
 OUT=${OUT:-/tmp/gpu-checks}
 mkdir -p "$OUT"
@@ -16,21 +16,22 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # carried wheels (jsonschema and its nee
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || cat "$OUT/install.log"
 
-step() {  # step NAME SECONDS COMMAND...
+step() {  # step NAME SECONDS COMMAND...   (only the steps named in $STEPS, where it is set)
     local name=$1 limit=$2 started=$SECONDS
     shift 2
+    [[ -n "${STEPS:-}" && " $STEPS " != *" $name "* ]] && return
     printf '\n=== %s (at most %d s) ===\n' "$name" "$limit"
     timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
     echo "exit $? after $((SECONDS - started)) s"
 }
 
 step env 30 bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"; nproc; git log -1 --format=%H 2>/dev/null'
-cat "$OUT/env.log"
+cat "$OUT/env.log" 2>/dev/null
 step bench "${BENCH_S:-240}" python3 benchmarks/compare.py --repeats 3 --eviction-hints --json "$OUT/bench.json" \
     --workload chain --workload add_layer_norm --workload rms_norm --workload softmax --workload layer_norm_fwd_bwd
 grep -v Warning "$OUT/bench.log" | tail -25
 step ftz 60 python3 tools/probe_reflect_ftz.py
-cat "$OUT/ftz.log"
+cat "$OUT/ftz.log" 2>/dev/null
 step tests "${TESTS_S:-180}" env FUSER_TEST_DEVICE=cuda python3 -m pytest tests/fuser -q -n 14 -p no:cacheprovider
 tail -3 "$OUT/tests.log"
 grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -20
