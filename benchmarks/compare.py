@@ -172,6 +172,9 @@ def main() -> None:
         "--sweep", default="", help="fuser runtime settings to try, e.g. GPU_ROW_ELEMENTS=8192,GPU_BLOCK=2048"
     )
     args = parser.parse_args()
+    # Each variant compiles the workload for three sizes; past Dynamo's recompile limit (8) the later
+    # variants would run eagerly and be timed under their own names.
+    torch._dynamo.config.recompile_limit = 64
     torch.manual_seed(0)
     peak = copy_bandwidth()
     results = {
@@ -212,9 +215,13 @@ def main() -> None:
         for _ in range(args.repeats):
             for v, call in calls.items():
                 rounds[v].append(triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median"))
-        fuser.reset_counters()
-        calls["fuser"]()
-        launches = fuser.counters()["kernels_launched"]
+        launches = 0
+        for v in [v for v in variants if v.startswith("fuser")]:
+            fuser.reset_counters()
+            calls[v]()
+            launches = launches or fuser.counters()["kernels_launched"]
+            if not fuser.counters()["kernels_launched"]:
+                raise RuntimeError(f"{name}: variant {v} launched no fuser kernel (it ran eagerly)")
         moved = workload.bytes_moved(args.rows, args.cols)
         entry = {"bytes_moved": moved, "fuser_launches_per_call": launches, "variants": {}}
         base = statistics.median(rounds["inductor"])

@@ -12,15 +12,10 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# On a GPU, Triton links libdevice flushing float32 subnormals to zero (in its inputs and its results):
-# libdevice.div_rn(tiny, 0.0) is 0/0 = nan, libdevice.fmod(0.0, tiny) is nan, atan2(tiny, 0.0) is 0.
-# Eager's CUDA kernels keep subnormals, so float32 helpers below go around libdevice's float32 versions:
-# Triton's own correctly rounded division and fused multiply-add (which keep them), libdevice's float64
-# versions (which never flush), or operands scaled out of the subnormal range first.
-# These are per-op workarounds of one cause. The cause itself is a compile option (`enable_reflect_ftz`,
-# True by default in Triton's CUDA options): launching with it off would keep subnormals in every
-# libdevice call (log, rsqrt, exp too) and let these helpers go. Not done yet: it needs a GPU run to
-# check that Triton 3.6 takes the option and what it costs (docs/gpu-runs.md, the next run).
+# On a GPU, Triton links libdevice flushing float32 subnormals to zero unless a kernel is compiled with
+# `enable_reflect_ftz=False`; the fuser launches every GPU kernel so (fuser.runtime.gpu_compile_options),
+# so libdevice's fmod, hypot, floor, ceil and fma keep subnormals as eager's CUDA kernels do. What still
+# needs a helper below is where libdevice or Triton differ from ATen in more than that.
 
 
 @triton.jit
@@ -33,16 +28,6 @@ def div_rn(a, b):
 
 
 @triton.jit
-def fmod_float(a, b):
-    # fmod is exact, and a float32 remainder is a float32 value: the float64 fmod of the widened operands,
-    # narrowed, is the float32 fmod with subnormals kept.
-    if a.dtype == tl.float32:
-        return libdevice.fmod(a.to(tl.float64), b.to(tl.float64)).to(tl.float32)
-    else:
-        return libdevice.fmod(a, b)
-
-
-@triton.jit
 def _unflush_scale(x, y):
     # 2**64 where both operands lie below 2**-64 (scaling them is exact and makes every subnormal normal,
     # without overflow), else 1.
@@ -52,19 +37,12 @@ def _unflush_scale(x, y):
 
 @triton.jit
 def atan2(y, x):
-    # atan2 depends only on the ratio, so scaling both operands by a power of two changes nothing but
-    # keeps libdevice from reading tiny operands as zero (atan2(tiny, 0) is pi/2, not atan2(0, 0) = 0).
+    # atan2 depends only on the ratio, so scaling both operands by a power of two changes nothing. Even
+    # with subnormals kept, libdevice's atan2 differed from eager's at 5 of 100 pairs of tiny operands on
+    # the H100 (tools/probe_reflect_ftz.py); scaled out of the subnormal range, it matches.
     y, x = tl.broadcast(y, x)
     s = _unflush_scale(y, x)
     return libdevice.atan2(y * s, x * s)
-
-
-@triton.jit
-def hypot(x, y):
-    # hypot scales with its operands: hypot(x, y) = hypot(s*x, s*y) / s for a power of two s.
-    x, y = tl.broadcast(x, y)
-    s = _unflush_scale(x, y)
-    return libdevice.hypot(x * s, y * s) * (1.0 / s)
 
 
 @triton.jit
@@ -78,7 +56,7 @@ def remainder_int(a, b):
 @triton.jit
 def remainder_float(a, b):
     a, b = tl.broadcast(a, b)
-    r = fmod_float(a, b)
+    r = libdevice.fmod(a, b)
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
@@ -93,7 +71,7 @@ def floor_divide_int(a, b):
 def floor_divide_float(a, b):
     # ATen's div_floor_floating: exact for representable quotients, where floor(a / b) can be off by one.
     a, b = tl.broadcast(a, b)
-    mod = fmod_float(a, b)
+    mod = libdevice.fmod(a, b)
     div = div_rn(a - mod, b)
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     floordiv = libdevice.floor(div)  # div is an integer, zero or huge here: never subnormal
@@ -101,21 +79,6 @@ def floor_divide_float(a, b):
     quotient = div_rn(a, b)
     floordiv = tl.where(div == 0, libdevice.copysign(tl.full(div.shape, 0.0, div.dtype), quotient), floordiv)
     return tl.where(b == 0, quotient, floordiv)
-
-
-@triton.jit
-def ceil_float(x):
-    # A GPU's float32 ceil reads a subnormal as zero (Triton runs libdevice flushing subnormals), but the
-    # ceiling of any positive value is at least 1.
-    c = libdevice.ceil(x)
-    return tl.where((c == 0) & (x > 0), c + 1, c)
-
-
-@triton.jit
-def floor_float(x):
-    # As ceil_float: the floor of any negative value is at most -1.
-    f = libdevice.floor(x)
-    return tl.where((f == 0) & (x < 0), f - 1, f)
 
 
 @triton.jit

@@ -141,10 +141,11 @@ def _half_scalar(x: str, out_dtype: torch.dtype) -> str:
 
 def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 1) -> str:
     """`a + sign * alpha * b`, as ATen's add kernel: floats use one fused multiply-add,
-    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan. (tl.fma: libdevice's flushes
-    float32 subnormals on a GPU.)"""
+    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan. (libdevice's fma: with tl.fma, the fuser's
+    add with alpha=2 gave nan where eager's CUDA add did not, on the H100 with Triton 3.6;
+    tools/probe_reflect_ftz.py compares the two.)"""
     if out_dtype.is_floating_point:
-        return f"tl.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
+        return f"libdevice.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
     if alpha == 1 or out_dtype == torch.bool:  # bool: alpha is true or eager rejects it
         return f"{a} + {b}" if sign > 0 else f"{a} - {b}"
     return f"{a} + {b} * {_scalar(sign * alpha, out_dtype)}"
@@ -155,7 +156,7 @@ def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
     # multiply and the add (so -inf + max * 2 is -inf, not nan), as Triton does on a GPU.
     scaled = f"({_scalar(value, out_dtype)} * {a})"
     if out_dtype.is_floating_point:
-        return f"tl.fma({scaled}, {b}, {x})"
+        return f"libdevice.fma({scaled}, {b}, {x})"
     return f"{x} + {scaled} * {b}"
 
 
@@ -311,8 +312,8 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # libdevice's precise exp costs measurable time; `exp` itself stays precise.
     _op("sigmoid", "default", UNARY, lambda x: f"1.0 / (1.0 + tl.exp(-{x}))"),
     _op("square", "default", UNARY, lambda x: f"{x} * {x}"),
-    _op("floor", "default", UNARY, _lib("floor_float"), int_render=lambda x: x),
-    _op("ceil", "default", UNARY, _lib("ceil_float"), int_render=lambda x: x),
+    _op("floor", "default", UNARY, _libdevice("floor"), int_render=lambda x: x),
+    _op("ceil", "default", UNARY, _libdevice("ceil"), int_render=lambda x: x),
     _op("trunc", "default", UNARY, _libdevice("trunc"), int_render=lambda x: x),
     _op("round", "default", UNARY, _libdevice("nearbyint"), int_render=lambda x: x),
     _op("frac", "default", UNARY, lambda x: f"{x} - libdevice.trunc({x})", accepts=Accepts.FLOATING),
@@ -498,7 +499,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "fmod",
         "Tensor Scalar",
         BINARY,
-        lambda a, b, *, out_dtype: f"lib.fmod_float({a}, {_half_scalar(b, out_dtype)})",
+        lambda a, b, *, out_dtype: f"libdevice.fmod({a}, {_half_scalar(b, out_dtype)})",
         int_render=lambda a, b, *, out_dtype: f"{a} % {b}",
         wants_out_dtype=True,
     ),
@@ -548,7 +549,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         int_render=lambda a, b: f"tl.minimum({a}, {b})",
     ),
     _op("atan2", "default", BINARY, _lib("atan2"), accepts=Accepts.FLOATING),
-    _op("hypot", "default", BINARY, _lib("hypot"), accepts=Accepts.FLOATING),
+    _op("hypot", "default", BINARY, lambda a, b: f"libdevice.hypot({a}, {b})", accepts=Accepts.FLOATING),
     _op(
         "copysign",
         "Tensor Scalar",
@@ -617,9 +618,9 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "Scalar Tensor",
         (("self", Typing.OUT), ("end", Typing.OUT), ("weight", Typing.OUT)),
         # ATen's two-sided form keeps lerp exact at weight 0 and 1; both sides are fused multiply-adds.
-        # tl.fma, not libdevice's: on a GPU that flushes float32 subnormals (tiny * inf would be 0 * inf).
         lambda a, b, w: (
-            f"tl.where(tl.abs({w}) < 0.5, tl.fma({w}, {b} - {a}, {a}), tl.fma({a} - {b}, 1.0 - {w}, {b}))"
+            f"tl.where(tl.abs({w}) < 0.5, libdevice.fma({w}, {b} - {a}, {a}), "
+            f"libdevice.fma({a} - {b}, 1.0 - {w}, {b}))"
         ),
         accepts=Accepts.FLOATING,
     ),

@@ -41,6 +41,10 @@ def _binary(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         r = libdevice.sqrt(x)
     elif OP == "floor":
         r = libdevice.floor(x)
+    elif OP == "add_alpha2_tl_fma":
+        r = tl.fma(y, 2.0, x)
+    elif OP == "add_alpha2_libdevice_fma":
+        r = libdevice.fma(y, 2.0, x)
     else:  # heavy: a chain of libdevice calls, for timing
         r = libdevice.log(libdevice.exp(x) + 1.0) + libdevice.div_rn(x, y + 2.0) + libdevice.tanh(y)
     tl.store(out_ptr + offsets, r, mask=mask)
@@ -56,6 +60,8 @@ EAGER = {
     "exp": lambda x, y: torch.exp(x),
     "sqrt": lambda x, y: torch.sqrt(x),
     "floor": lambda x, y: torch.floor(x),
+    "add_alpha2_tl_fma": lambda x, y: torch.add(x, y, alpha=2),
+    "add_alpha2_libdevice_fma": lambda x, y: torch.add(x, y, alpha=2),
 }
 
 
@@ -77,7 +83,8 @@ def main() -> None:
     print(f"CUDAOptions has enable_reflect_ftz: {'enable_reflect_ftz' in fields}")
     if "enable_reflect_ftz" not in fields:
         return
-    tiny = torch.tensor([1e-45, -1e-45, 1e-40, -3e-39, 1.1e-38, 0.0, -0.0, 1.0, -2.5, 3e-39])
+    tiny = torch.tensor([1e-45, -1e-45, 1e-40, -3e-39, 1.1e-38, 0.0, -0.0, 1.0, -2.5, 3e-39, 3e38, -3e38])
+    tiny = torch.cat([tiny, torch.tensor([float("inf"), float("-inf")])])
     x, y = torch.meshgrid(tiny, tiny, indexing="ij")
     x, y = x.reshape(-1).contiguous().cuda(), y.reshape(-1).contiguous().cuda()
     print(f"{'libdevice op':<10}{'default: wrong':>16}{'ftz off: wrong':>16}  of {x.numel()}")
