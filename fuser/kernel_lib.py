@@ -82,6 +82,22 @@ def floor_divide_float(a, b):
 
 
 @triton.jit
+def neg(x):
+    # The sign bit flipped, so -0.0 and nan keep their signs as eager's negation does. Triton 3.6's
+    # unary minus is 0 - x (0 - (+0.0) is +0.0, not -0.0); Triton 3.9's is a real negation.
+    if x.dtype == tl.float64:
+        return (x.to(tl.int64, bitcast=True) ^ tl.full([], -(2**63), tl.int64)).to(tl.float64, bitcast=True)
+    elif x.dtype == tl.float32:
+        return (x.to(tl.int32, bitcast=True) ^ tl.full([], -(2**31), tl.int32)).to(tl.float32, bitcast=True)
+    elif x.dtype == tl.float16:
+        return (x.to(tl.int16, bitcast=True) ^ tl.full([], -(2**15), tl.int16)).to(tl.float16, bitcast=True)
+    elif x.dtype == tl.bfloat16:
+        return (x.to(tl.int16, bitcast=True) ^ tl.full([], -(2**15), tl.int16)).to(tl.bfloat16, bitcast=True)
+    else:
+        return -x
+
+
+@triton.jit
 def signbit(x):
     # The sign bit itself, so -0.0 and -nan count as negative, as torch.signbit says.
     if x.dtype == tl.float64:

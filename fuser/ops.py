@@ -306,7 +306,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         ]
     ),
     _op("abs", "default", UNARY, lambda x: f"tl.abs({x})"),
-    _op("neg", "default", UNARY, lambda x: f"-{x}"),
+    _op("neg", "default", UNARY, _lib("neg")),
     _op("reciprocal", "default", UNARY, lambda x: f"1.0 / {x}"),
     # Activations use Triton's fast exp (a few ulp, as Inductor's): they sit in memory-bound chains where
     # libdevice's precise exp costs measurable time; `exp` itself stays precise.

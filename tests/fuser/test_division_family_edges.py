@@ -126,3 +126,16 @@ def test_floor_division_and_remainder_of_a_0d_operand_in_a_row_kernel(device):
     s = torch.tensor(-0.75, device=device)
     for got, want in zip(fuser.compile(row_program)(s, x), row_program(s, x), strict=True):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, torch.float16], ids=str)
+def test_negation_keeps_the_sign_of_zero(dtype, device):
+    # Found by the conformance suite's producer context (-(-x)) on the H100: Triton 3.6's unary minus
+    # is 0 - x, which turns -0.0 into +0.0 (then rsqrt(-0.0) is +inf, not -inf).
+    x = torch.tensor(awkward(dtype), dtype=dtype, device=device)
+
+    def program(x):
+        return torch.neg(x), torch.neg(torch.neg(x)), torch.rsqrt(torch.neg(torch.neg(x)))
+
+    for got, want in zip(fuser.compile(program)(x), program(x), strict=True):
+        assert_same(got, want)
