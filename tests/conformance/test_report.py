@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +171,25 @@ def test_write_puts_json_and_markdown_named_after_backend_and_device_into_the_di
     assert markdown_path == tmp_path / "reports" / "conformance-my.backends_fast-cpu.md"
     assert json.loads(json_path.read_text())["totals"]["cases"] == 7
     assert markdown_path.read_text() == markdown(a_run(), meta)
+
+
+def test_sharded_reports_merge_into_one_record(tmp_path):
+    run = a_run()
+    first, _ = write(run[:3], {**META, "command": "shard 1"}, tmp_path / "one")
+    second, _ = write(run[3:], {**META, "command": "shard 2"}, tmp_path / "two")
+    script = Path(__file__).parents[2] / "tools" / "merge_reports.py"
+    out = tmp_path / "merged"
+    done = subprocess.run(
+        [sys.executable, script, first, second, "--out", out], capture_output=True, text=True, check=True
+    )
+    merged = json.loads(out.with_suffix(".json").read_text())
+    assert merged["totals"] == to_json(run, META)["totals"]
+    assert merged["meta"]["shards"] == 2 and merged["meta"]["command"] == "shard 1; shard 2"
+    assert [case["outcome"] for case in merged["cases"]] == ["failed"]  # passing cases are left out
+    assert out.with_suffix(".md").read_text() == markdown(run, merged["meta"])
+    assert summary(run).splitlines()[0] in done.stdout
+
+    again = subprocess.run(
+        [sys.executable, script, first, first, "--out", out], capture_output=True, text=True
+    )
+    assert again.returncode != 0 and "is in another shard too" in again.stderr
