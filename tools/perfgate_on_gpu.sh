@@ -16,47 +16,8 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/perfgate-gpu}
 PYTHON=${PYTHON:-python3}
 DEADLINE=$((SECONDS + ${TOTAL_S:-520}))
-mkdir -p "$OUT"
-: >"$OUT/steps.txt"
-export PYTHONUNBUFFERED=1
-
-# step NAME CAP RESERVE COMMAND...: runs COMMAND for at most CAP seconds, and never into the last RESERVE
-# seconds before the deadline (kept for the steps after it); its output goes to the terminal and
-# $OUT/NAME.log.
-step() {
-    local name=$1 cap=$2 reserve=$3
-    shift 3
-    local limit=$((DEADLINE - SECONDS - reserve))
-    ((limit > cap)) && limit=$cap
-    printf '\n=== %s (at most %d s) ===\n+ %s\n' "$name" "$limit" "$*"
-    if ((limit < 10)); then
-        echo "$name: skipped, no time left" | tee -a "$OUT/steps.txt"
-        return
-    fi
-    local started=$SECONDS
-    timeout -k 10 "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
-    local status=${PIPESTATUS[0]}
-    local note=""
-    ((status == 124 || status == 137)) && note=" (timed out)"
-    echo "$name: exit $status after $((SECONDS - started)) s$note" | tee -a "$OUT/steps.txt"
-}
-
-if ! "$PYTHON" -c "import jsonschema" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-
-versions() {
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-    "$PYTHON" -c "
-import importlib.metadata, platform, torch, triton
-print('python', platform.python_version(), '| torch', torch.__version__, '| cuda', torch.version.cuda,
-      '| triton', triton.__version__, '| jsonschema', importlib.metadata.version('jsonschema'))
-print('device', torch.cuda.get_device_name(), '| capability', torch.cuda.get_device_capability())"
-    echo "cpus $(nproc) | commit $(git rev-parse HEAD 2>/dev/null || echo 'unknown (no git checkout)')"
-}
-export -f versions
-export PYTHON
+source tools/gpu_lib.sh
+gpu_setup
 step env 60 0 bash -c versions
 
 step gpu_validation 330 180 "$PYTHON" -m perfgate.gpu_validation --out "$OUT/perfgate" --budget-s 270
@@ -78,7 +39,4 @@ echo "new baseline: $OUT/baselines/sm_90.json (diff: $OUT/baselines/sm_90.diff)"
 echo "validation: $OUT/perfgate/gpu_validation.json"
 
 # The device tool brings back at most 8 files: BUNDLE=1 packs the run's files into one archive.
-if [[ -n ${BUNDLE:-} ]]; then
-    tar -czf /tmp/perfgate-run.tar.gz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/perfgate-run.tar.gz "$OUT/"
-    echo "bundled: $OUT/perfgate-run.tar.gz"
-fi
+[[ -n ${BUNDLE:-} ]] && bundle perfgate-run
