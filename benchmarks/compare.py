@@ -215,13 +215,14 @@ def main() -> None:
         for _ in range(args.repeats):
             for v, call in calls.items():
                 rounds[v].append(triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median"))
-        launches = 0
+        launched = {}
         for v in [v for v in variants if v.startswith("fuser")]:
             fuser.reset_counters()
             calls[v]()
-            launches = launches or fuser.counters()["kernels_launched"]
-            if not fuser.counters()["kernels_launched"]:
+            launched[v] = fuser.counters()["kernels_launched"]
+            if not launched[v]:
                 raise RuntimeError(f"{name}: variant {v} launched no fuser kernel (it ran eagerly)")
+        launches = launched["fuser"]
         moved = workload.bytes_moved(args.rows, args.cols)
         entry = {"bytes_moved": moved, "fuser_launches_per_call": launches, "variants": {}}
         base = statistics.median(rounds["inductor"])

@@ -72,6 +72,13 @@ def _case_json(result: CaseResult) -> dict[str, Any]:
     return {"id": result.key.test_id, **dataclasses.asdict(result.key), **fields}
 
 
+def case_from_json(case: Mapping[str, Any]) -> CaseResult:
+    """A case as `to_json` wrote it, read back (tools/merge_reports.py merges sharded runs so)."""
+    key = CaseKey(**{field.name: case[field.name] for field in dataclasses.fields(CaseKey)})
+    fields = {field.name: case[field.name] for field in dataclasses.fields(CaseResult) if field.name != "key"}
+    return CaseResult(key, **fields)
+
+
 def to_json(results: Sequence[CaseResult], meta: Mapping[str, Any]) -> dict[str, Any]:
     """The run as JSON: `meta` as given, totals per outcome, each op's counts, and every case."""
     by_op: dict[str, list[CaseResult]] = defaultdict(list)

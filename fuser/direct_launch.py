@@ -26,13 +26,13 @@ def _int_class(value: int) -> tuple[bool, bool, bool]:
 
 
 class DirectLauncher:
-    """A Triton kernel bound to one grid and one set of constexprs (block sizes, warps)."""
+    """A Triton kernel bound to one grid, its constexprs (block sizes) and compile options (warps...)."""
 
     def __init__(
         self,
         jit_fn: Any,
         grid: tuple[int, ...],
-        options: dict[str, int],
+        options: dict[str, Any],
         pointers: Sequence[int],
         integers: Sequence[int],
     ):

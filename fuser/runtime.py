@@ -211,7 +211,7 @@ class Stage:
 
     source: KernelSource
     grid: tuple[int, ...]
-    options: dict[str, int]  # block sizes, and warps on a GPU
+    options: dict[str, Any]  # block sizes; on a GPU also warps and gpu_compile_options()
     template: list
     tensors: list[tuple[int, int]]  # (position, env slot)
     strides: list[tuple[int, int, int]]  # (position, env slot, dim)
@@ -374,7 +374,7 @@ class KernelStep:
         return [((splits, rows), dtype) for _, dtype in specs]
 
 
-def _quietly(launch: Callable, options: dict[str, int]) -> Callable:
+def _quietly(launch: Callable, options: dict[str, Any]) -> Callable:
     """An interpreted launch with its block sizes bound. Masked-off lanes may divide by zero: NumPy would
     warn about values nobody stores."""
 

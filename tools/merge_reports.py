@@ -15,9 +15,7 @@ import json
 from pathlib import Path
 
 from conformance import report
-from conformance.caseid import CaseKey
 
-KEY_FIELDS = ("op", "dtype", "context", "direction", "backend", "device")
 SAME = ("backend", "device", "tier")
 
 
@@ -30,10 +28,7 @@ def load(paths: list[str]) -> tuple[list[report.CaseResult], list[dict]]:
             if case["id"] in seen:
                 raise SystemExit(f"{path}: case {case['id']} is in another shard too")
             seen.add(case["id"])
-            key = CaseKey(**{name: case[name] for name in KEY_FIELDS})
-            results.append(
-                report.CaseResult(key, case["outcome"], case["duration_s"], case["samples"], case["message"])
-            )
+            results.append(report.case_from_json(case))
     for name in SAME:
         values = {str(meta.get(name)) for meta in metas}
         if len(values) > 1:

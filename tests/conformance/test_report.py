@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.caseid import CaseKey
-from conformance.report import CaseResult, filename_safe, markdown, summary, to_json, write
+from conformance.report import CaseResult, case_from_json, filename_safe, markdown, summary, to_json, write
 
 META = {
     "backend": "fuser",
@@ -171,6 +171,13 @@ def test_write_puts_json_and_markdown_named_after_backend_and_device_into_the_di
     assert markdown_path == tmp_path / "reports" / "conformance-my.backends_fast-cpu.md"
     assert json.loads(json_path.read_text())["totals"]["cases"] == 7
     assert markdown_path.read_text() == markdown(a_run(), meta)
+
+
+def test_a_case_reads_back_as_it_was_written():
+    run = a_run()
+    assert [case_from_json(case) for case in to_json(run, META)["cases"]] == sorted(
+        run, key=lambda result: result.key.test_id
+    )
 
 
 def test_sharded_reports_merge_into_one_record(tmp_path):
