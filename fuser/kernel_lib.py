@@ -89,11 +89,7 @@ def neg(x):
         return (x.to(tl.int64, bitcast=True) ^ tl.full([], -(2**63), tl.int64)).to(tl.float64, bitcast=True)
     elif x.dtype == tl.float32:
         return (x.to(tl.int32, bitcast=True) ^ tl.full([], -(2**31), tl.int32)).to(tl.float32, bitcast=True)
-    elif x.dtype == tl.float16:
-        return (x.to(tl.int16, bitcast=True) ^ tl.full([], -(2**15), tl.int16)).to(tl.float16, bitcast=True)
-    elif x.dtype == tl.bfloat16:
-        return (x.to(tl.int16, bitcast=True) ^ tl.full([], -(2**15), tl.int16)).to(tl.bfloat16, bitcast=True)
-    else:
+    else:  # integers (kernels hold half types as float32: fuser.dtypes.value_dtype)
         return -x
 
 
