@@ -19,10 +19,8 @@ the workload's fewest bytes (each input read once, each output written once) rep
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
-import os
 import platform
 import statistics
 from collections.abc import Callable
@@ -164,16 +162,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds per variant")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument(
-        "--eviction-hints",
-        action="store_true",
-        help="also time the fuser compiled with FUSER_EVICTION_HINTS=1",
-    )
-    parser.add_argument(
         "--sweep", default="", help="fuser runtime settings to try, e.g. GPU_ROW_ELEMENTS=8192,GPU_BLOCK=2048"
     )
     args = parser.parse_args()
-    # Each variant compiles the workload for three sizes; past Dynamo's recompile limit (8) the later
-    # variants would run eagerly and be timed under their own names.
+    # Each variant compiles the workload for three sizes; past Dynamo's recompile limit (8) a later
+    # variant would run eagerly and be timed under its own name.
     torch._dynamo.config.recompile_limit = 64
     torch.manual_seed(0)
     peak = copy_bandwidth()
@@ -200,29 +193,22 @@ def main() -> None:
             "inductor": torch.compile(workload.program, dynamic=False),
             "eager": workload.program,
         }
-        if args.eviction_hints:  # the fuser again, compiled with L2 eviction hints (fuser.options)
-            variants["fuser+evict"] = fuser.compile(workload.program, dynamic=False, strict=True)
         errors = {}
         for v, fn in variants.items():
-            # Each variant compiles at its first calls, here: the hints are read then.
-            with hints_in_environment(v == "fuser+evict"):
-                errors[v] = max(
-                    check(fn, workload, r, c) for r, c in [(1823, 781), (3, 7), (args.rows, args.cols)]
-                )
+            errors[v] = max(
+                check(fn, workload, r, c) for r, c in [(1823, 781), (3, 7), (args.rows, args.cols)]
+            )
         inputs = workload.inputs(args.rows, args.cols)
         calls = {v: as_call(fn, workload, inputs) for v, fn in variants.items()}
         rounds: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(args.repeats):
             for v, call in calls.items():
                 rounds[v].append(triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median"))
-        launched = {}
-        for v in [v for v in variants if v.startswith("fuser")]:
-            fuser.reset_counters()
-            calls[v]()
-            launched[v] = fuser.counters()["kernels_launched"]
-            if not launched[v]:
-                raise RuntimeError(f"{name}: variant {v} launched no fuser kernel (it ran eagerly)")
-        launches = launched["fuser"]
+        fuser.reset_counters()
+        calls["fuser"]()
+        launches = fuser.counters()["kernels_launched"]
+        if not launches:
+            raise RuntimeError(f"{name}: the fuser launched no kernel (it ran eagerly)")
         moved = workload.bytes_moved(args.rows, args.cols)
         entry = {"bytes_moved": moved, "fuser_launches_per_call": launches, "variants": {}}
         base = statistics.median(rounds["inductor"])
@@ -245,19 +231,6 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
-
-
-@contextlib.contextmanager
-def hints_in_environment(on: bool):
-    saved = os.environ.pop(fuser.options.EVICTION_HINTS_ENV, None)
-    if on:
-        os.environ[fuser.options.EVICTION_HINTS_ENV] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop(fuser.options.EVICTION_HINTS_ENV, None)
-        if saved is not None:
-            os.environ[fuser.options.EVICTION_HINTS_ENV] = saved
 
 
 def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, float]:

@@ -20,12 +20,11 @@ from typing import Any
 
 import torch
 from torch import fx
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
-from fuser.options import eviction_hints, planted_wrong_lowering
+from fuser.options import planted_wrong_lowering
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
@@ -241,16 +240,8 @@ class Builder:
             pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
         )
         held = value_dtype(value.dtype)
-        loaded = f"tl.load({address}{self.mask_for(self.level(address))}{self.eviction(value)})"
+        loaded = f"tl.load({address}{self.mask_for(self.level(address))})"
         return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
-
-    def eviction(self, value: torch.Tensor) -> str:
-        """The L2 hint of a load, when FUSER_EVICTION_HINTS asks for them (see fuser.options)."""
-        if not eviction_hints():
-            return ""
-        space = self.kernel.space.shape if self.kernel.space is not None else self.kernel.shape
-        reused = statically_known_true(value.numel() < math.prod(space))
-        return f", eviction_policy={'evict_last' if reused else 'evict_first'!r}"
 
     def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""

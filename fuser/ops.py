@@ -141,9 +141,9 @@ def _half_scalar(x: str, out_dtype: torch.dtype) -> str:
 
 def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 1) -> str:
     """`a + sign * alpha * b`, as ATen's add kernel: floats use one fused multiply-add,
-    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan. (libdevice's fma: with tl.fma, the fuser's
-    add with alpha=2 gave nan where eager's CUDA add did not, on the H100 with Triton 3.6;
-    tools/probe_reflect_ftz.py compares the two.)"""
+    `fmadd(b, alpha, a)`, so `-inf + 2 * max` is -inf rather than nan. libdevice's fma: written with tl.fma,
+    the fuser's add with alpha=2 gave nan where eager's CUDA add did not (H100, Triton 3.6; a standalone
+    tl.fma matched eager, so the cause is not established: docs/gpu-runs.md)."""
     if out_dtype.is_floating_point:
         return f"libdevice.fma({b}, {_scalar(sign * alpha, out_dtype)}, {a})"
     if alpha == 1 or out_dtype == torch.bool:  # bool: alpha is true or eager rejects it

@@ -51,17 +51,6 @@ class Options:
 WRONG_LOWERING_ENV = "FUSER_TESTING_WRONG_LOWERING"
 
 
-# Experimental, off by default: FUSER_EVICTION_HINTS=1 marks each load for the L2 cache, evict_last for
-# an input smaller than the kernel's iteration space (re-read across rows: weights, biases) and
-# evict_first for one read once, as Inductor does. For an A/B on a GPU (benchmarks/compare.py --eviction-hints);
-# not yet measured, so not the default. Read at each compile.
-EVICTION_HINTS_ENV = "FUSER_EVICTION_HINTS"
-
-
-def eviction_hints() -> bool:
-    return _env_flag(EVICTION_HINTS_ENV)
-
-
 def planted_wrong_lowering() -> str | None:
     return os.environ.get(WRONG_LOWERING_ENV) or None
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuser's recorded GPU checks, one device call's worth (docs/gpu-runs.md records what they printed):
 #   env          versions;
-#   bench        benchmarks/compare.py (fuser, default backend, eager, fuser with eviction hints);
+#   bench        benchmarks/compare.py (fuser, default backend, eager);
 #                BENCH_ARGS replaces its arguments;
 #   ftz          tools/probe_reflect_ftz.py;
 #   tests        the fuser's tests on CUDA (TESTS: which, default tests/fuser);
@@ -18,7 +18,7 @@ DEADLINE=$((SECONDS + ${TOTAL_S:-580}))
 source tools/gpu_lib.sh
 gpu_setup
 
-BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --eviction-hints --workload chain --workload add_layer_norm
+BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --workload chain --workload add_layer_norm
     --workload rms_norm --workload softmax --workload layer_norm_fwd_bwd"}
 
 step env 30 0 bash -c versions

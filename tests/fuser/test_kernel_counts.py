@@ -133,20 +133,3 @@ def test_fuse_false_gives_every_op_its_own_kernel(device):
     assert report.num_kernels == 10
     assert fuser.counters()["kernels_launched"] == 10
     torch.testing.assert_close(report.result, ten_op_chain(x))
-
-
-def test_eviction_hints_are_off_by_default_and_mark_reused_and_streamed_loads(device, monkeypatch):
-    def bias_relu(x, b):
-        return torch.relu(x * 2 + b)
-
-    x, b = torch.randn(8, 33, device=device), torch.randn(33, device=device)
-    monkeypatch.delenv("FUSER_EVICTION_HINTS", raising=False)
-    (plain,) = fuser.explain(bias_relu, x, b).sources
-    assert "eviction_policy" not in plain
-    monkeypatch.setenv("FUSER_EVICTION_HINTS", "1")
-    report = fuser.explain(bias_relu, x, b)
-    (hinted,) = report.sources
-    # x is read once (streamed); the bias is re-read for every row
-    assert "in0_ptr + offset, mask=mask, eviction_policy='evict_first'" in hinted
-    assert "eviction_policy='evict_last'" in hinted
-    torch.testing.assert_close(report.result, bias_relu(x, b))
