@@ -3,6 +3,8 @@
 #   env          versions;
 #   bench        benchmarks/compare.py (fuser, default backend, eager);
 #                BENCH_ARGS replaces its arguments;
+#   gap          benchmarks/launch_gap.py (kernel time after a flush and back to back, launch shapes,
+#                launch settings against the default backend); GAP_ARGS replaces its arguments;
 #   ftz          tools/probe_reflect_ftz.py;
 #   tests        the fuser's tests on CUDA (TESTS: which, default tests/fuser);
 #   conformance  the suite's speed on this box: full tier, shard 1/32, for CONFORMANCE_S seconds;
@@ -24,6 +26,11 @@ BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --workload chain --workload add_layer_norm
 step env 30 0 bash -c versions
 # shellcheck disable=SC2086  # BENCH_ARGS and TESTS are lists of arguments
 step bench "${BENCH_S:-240}" 0 "$PYTHON" benchmarks/compare.py --json "$OUT/bench.json" $BENCH_ARGS
+GAP_ARGS=${GAP_ARGS:-"--workload add_layer_norm --setting GPU_ELEMENTS_PER_WARP=256
+    --setting GPU_ELEMENTS_PER_WARP=1024 --setting GPU_ROW_ELEMENTS=8192
+    --setting GPU_ROW_ELEMENTS=8192,GPU_ELEMENTS_PER_WARP=1024"}
+# shellcheck disable=SC2086
+step gap "${GAP_S:-180}" 0 "$PYTHON" benchmarks/launch_gap.py --out "$OUT/gap" $GAP_ARGS
 step ftz 60 0 "$PYTHON" tools/probe_reflect_ftz.py
 step tests "${TESTS_S:-180}" 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest ${TESTS:-tests/fuser} -q -n 14 \
     -p no:cacheprovider
