@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
 from pathlib import Path
 
 import torch
@@ -85,6 +86,62 @@ def profile_variant(call, calls: int, out: Path, name: str) -> dict:
     }
 
 
+def graph_replay(call):
+    """The call captured in a CUDA graph: replaying it launches the same kernels with no host work."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return graph.replay
+
+
+def host_us(call, calls: int = 50) -> float:
+    """Host time of one call while the GPU keeps up (synchronized before, queue far from full)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def event_overhead_us(call, calls: int, out: Path, name: str) -> dict:
+    """do_bench's own loop (flush, event, call, event) under the profiler: each call's event time less
+    its kernels' time, and the period between flushes."""
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)
+    ]
+
+    def loop():
+        for start, end in events:
+            flush.zero_()
+            start.record()
+            call()
+            end.record()
+
+    groups: list[list[dict]] = []
+    for kernel in _trace(loop, out / f"trace-{name}-events.json"):
+        if _is_flush(kernel):
+            groups.append([])
+        elif groups:
+            groups[-1].append(kernel)
+    extra = [
+        start.elapsed_time(end) * 1e3 - (g[-1]["ts"] + g[-1]["dur"] - g[0]["ts"])
+        for (start, end), g in zip(events, groups, strict=True)
+    ]
+    return {
+        "event_us": statistics.median(s.elapsed_time(e) * 1e3 for s, e in events),
+        "event_less_kernels_us": statistics.median(extra),
+    }
+
+
 def apply_setting(setting: str) -> dict[str, int]:
     """Set fuser.runtime constants from 'NAME=VALUE,NAME=VALUE'; returns the previous values."""
     saved = {}
@@ -132,6 +189,18 @@ def main() -> None:
         print(
             f"{name:<10}{found['kernel_us_after_flush']:>16.1f}{found['kernel_us_back_to_back']:>17.1f}"
             f"{found['gap_us_after_flush']:>20.1f}"
+        )
+        found |= event_overhead_us(call, args.calls, args.out, name)
+        found["host_us_per_call"] = host_us(call)
+        replay = graph_replay(call)
+        found["do_bench_ms"] = triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median")
+        found["do_bench_graph_replay_ms"] = triton.testing.do_bench(
+            replay, warmup=50, rep=300, return_mode="median"
+        )
+        print(
+            f"    events {found['event_us']:.1f} us (kernels + {found['event_less_kernels_us']:.1f}); host "
+            f"{found['host_us_per_call']:.1f} us a call; do_bench {found['do_bench_ms']:.4f} ms, "
+            f"CUDA graph replay {found['do_bench_graph_replay_ms']:.4f} ms"
         )
         for kernel, shape in found["launch_shapes"].items():
             print(f"    {kernel}: {shape}")

@@ -1,0 +1,124 @@
+"""An experiment behind a codegen decision: the fuser's add + layer_norm kernel, edited by hand in a few
+ways, each timed like compare.py (do_bench, L2 flushed) interleaved with the default backend's call.
+
+Variants: the generated kernel; its weight and bias loads hoisted to the top (they sit after the row
+reductions, an L2 round trip each row waits for); the row length as a constexpr (no column mask); each
+at 8 and 16 warps.
+
+    python benchmarks/add_ln_variants.py [--rows 16384 --cols 4096 --repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+import triton
+import triton.testing
+from compare import add_layer_norm
+
+import fuser
+from fuser.runtime import gpu_compile_options
+
+
+def generated_source(x, r, w, b) -> Path:
+    folder = Path(tempfile.mkdtemp())
+    os.environ["FUSER_KERNEL_DIR"] = str(folder)
+    fuser.runtime._kernel_dir.cache_clear()
+    fuser.compile(add_layer_norm, dynamic=False, strict=True)(x, r, w, b)
+    (path,) = folder.glob("*.py")
+    return path
+
+
+def hoist_row_constants(source: str) -> str:
+    """Move the loads of inputs indexed by column only (weight, bias) up to just after the first load."""
+    lines = source.splitlines()
+    column_loads = [line for line in lines if re.search(r"tl\.load\(in\d+_ptr \+ c1 \* ", line)]
+    rest = [line for line in lines if line not in column_loads]
+    first_load = next(i for i, line in enumerate(rest) if "tl.load(" in line)
+    return "\n".join(rest[: first_load + 1] + column_loads + rest[first_load + 1 :]) + "\n"
+
+
+def constexpr_cols(source: str) -> str:
+    return source.replace(" num_cols, XBLOCK", " num_cols: tl.constexpr, XBLOCK")
+
+
+def load(source: str, name: str, folder: Path):
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return next(v for v in vars(module).values() if isinstance(v, triton.runtime.JITFunction))
+
+
+def launcher(kernel, tensors: dict, out, warps: int, cols: int):
+    names = kernel.arg_names
+    args = {}
+    for name in names:
+        match = re.fullmatch(r"(in\d+|out0)_(ptr|stride(\d))", name)
+        if match:
+            tensor = out if match[1] == "out0" else tensors[match[1]]
+            args[name] = tensor if match[2] == "ptr" else tensor.stride(int(match[3]))
+    rows = out.shape[0]
+    args |= {"num_rows": rows, "num_cols": cols, "XBLOCK": 1, "RBLOCK": triton.next_power_of_2(cols)}
+    options = {"num_warps": warps, **gpu_compile_options()}
+    grid = (rows,)
+    return lambda: kernel[grid](**args, **options)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=16384)
+    parser.add_argument("--cols", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    shape, bf16 = (args.rows, args.cols), torch.bfloat16
+    x, r = torch.randn(shape, device="cuda", dtype=bf16), torch.randn(shape, device="cuda", dtype=bf16)
+    w, b = (
+        torch.randn(args.cols, device="cuda", dtype=bf16),
+        torch.randn(args.cols, device="cuda", dtype=bf16),
+    )
+    expected = add_layer_norm(x, r, w, b)
+    generated = generated_source(x, r, w, b).read_text()
+    folder = Path(tempfile.mkdtemp())
+    sources = {
+        "generated": generated,
+        "hoisted": hoist_row_constants(generated),
+        "constexpr_cols": constexpr_cols(generated),
+        "hoisted_constexpr_cols": constexpr_cols(hoist_row_constants(generated)),
+    }
+    out = torch.empty_like(expected)
+    tensors = {"in0": x, "in1": r, "in2": w, "in3": b}
+    calls = {"inductor": (lambda f: lambda: f(x, r, w, b))(torch.compile(add_layer_norm, dynamic=False))}
+    for name, source in sources.items():
+        kernel = load(source, name, folder)
+        for warps in (8, 16):
+            call = launcher(kernel, tensors, out, warps, args.cols)
+            out.zero_()
+            call()
+            error = (out.float() - expected.float()).abs().max().item()
+            print(f"{name} {warps} warps: max |error| against eager {error:.4f}")
+            calls[f"{name}/{warps}w"] = call
+    rounds: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(args.repeats):
+        for name, call in calls.items():
+            rounds[name].append(triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median"))
+    base = statistics.median(rounds["inductor"])
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    for name, times in rounds.items():
+        ms = statistics.median(times)
+        print(
+            f"{name:<32}{ms:.4f} ms  {ms / base:.3f}x default backend  (rounds {min(times):.4f}-{max(times):.4f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
