@@ -3,7 +3,9 @@ ways, each timed like compare.py (do_bench, L2 flushed) interleaved with the def
 
 Variants: the generated kernel; its weight and bias loads hoisted to the top (they sit after the row
 reductions, an L2 round trip each row waits for); the row length as a constexpr (no column mask); each
-at 8 and 16 warps.
+at 8 and 16 warps. And a looped kernel written here, the default backend's schedule: one pass of
+Welford over the row in column blocks, then a second pass that reads the row again (from L2) to
+normalize it, with and without L2 eviction hints (keep the row on the first read, drop it on the second).
 
     python benchmarks/add_ln_variants.py [--rows 16384 --cols 4096 --repeats 7]
 """
@@ -20,11 +22,68 @@ from pathlib import Path
 
 import torch
 import triton
+import triton.language as tl
 import triton.testing
 from compare import add_layer_norm
 
 import fuser
 from fuser.runtime import gpu_compile_options
+
+
+@triton.jit
+def _welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    share = tl.where(n == 0, 0.0, n_b / n)
+    return mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share, n
+
+
+@triton.jit
+def looped_welford(
+    x_ptr,
+    r_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    num_cols,
+    RBLOCK: tl.constexpr,
+    KEEP: tl.constexpr,
+    DROP: tl.constexpr,
+):
+    row_start = tl.program_id(0).to(tl.int64) * num_cols
+    block = tl.arange(0, RBLOCK)
+    mean = tl.zeros([RBLOCK], tl.float32)
+    m2 = tl.zeros([RBLOCK], tl.float32)
+    count = tl.zeros([RBLOCK], tl.float32)
+    for start in range(0, num_cols, RBLOCK):
+        cols = start + block
+        mask = cols < num_cols
+        x = tl.load(x_ptr + row_start + cols, mask=mask, eviction_policy=KEEP).to(tl.float32)
+        v = x + tl.load(r_ptr + row_start + cols, mask=mask, eviction_policy=KEEP).to(tl.float32)
+        grown = count + 1.0
+        delta = v - mean
+        new_mean = mean + delta / grown
+        m2 = tl.where(mask, m2 + delta * (v - new_mean), m2)
+        mean = tl.where(mask, new_mean, mean)
+        count = tl.where(mask, grown, count)
+    row_mean, row_m2, _ = tl.reduce((mean, m2, count), 0, _welford_combine)
+    rstd = tl.rsqrt(row_m2 / num_cols + 1e-5)
+    for start in range(0, num_cols, RBLOCK):
+        cols = start + block
+        mask = cols < num_cols
+        x = tl.load(x_ptr + row_start + cols, mask=mask, eviction_policy=DROP).to(tl.float32)
+        v = x + tl.load(r_ptr + row_start + cols, mask=mask, eviction_policy=DROP).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, eviction_policy=KEEP).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask, eviction_policy=KEEP).to(tl.float32)
+        tl.store(out_ptr + row_start + cols, ((v - row_mean) * rstd * w + b).to(tl.bfloat16), mask=mask)
+
+
+def welford_call(x, r, w, b, out, rblock: int, warps: int, hints: bool):
+    keep, drop = ("evict_last", "evict_first") if hints else ("", "")
+    rows, cols = x.shape
+    return lambda: looped_welford[(rows,)](
+        x, r, w, b, out, cols, RBLOCK=rblock, KEEP=keep, DROP=drop, num_warps=warps, **gpu_compile_options()
+    )
 
 
 def generated_source(x, r, w, b) -> Path:
@@ -107,6 +166,16 @@ def main() -> None:
             error = (out.float() - expected.float()).abs().max().item()
             print(f"{name} {warps} warps: max |error| against eager {error:.4f}")
             calls[f"{name}/{warps}w"] = call
+    for rblock in (1024, 2048, 4096):
+        for warps in (8, 16):
+            for hints in (False, True):
+                call = welford_call(x, r, w, b, out, rblock, warps, hints)
+                out.zero_()
+                call()
+                error = (out.float() - expected.float()).abs().max().item()
+                name = f"welford/{rblock}/{warps}w{'/hints' if hints else ''}"
+                print(f"{name}: max |error| against eager {error:.4f}")
+                calls[name] = call
     rounds: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.repeats):
         for name, call in calls.items():
