@@ -191,8 +191,10 @@ class Builder:
         return self.emit("idx", expr)
 
     def level(self, expr: str) -> int:
-        """The level of an expression: the highest level of the names it reads."""
-        return max((self.levels.get(token, 0) for token in re.findall(r"[A-Za-z_]\w*", expr)), default=0)
+        """The level of an expression: the highest level of the names it reads (a keyword argument's name,
+        such as `mask=` in a load masked by `row_mask`, is not read)."""
+        names = re.findall(r"\b[A-Za-z_]\w*\b(?!\s*=(?!=))", expr)
+        return max((self.levels.get(token, 0) for token in names), default=0)
 
     def mask_for(self, level: int) -> str:
         return ", mask=mask" if level > 0 else ""

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-NAMES = ("kernels_launched", "kernels_compiled", "extern_calls", "fallbacks", "graphs_compiled")
+NAMES = (
+    "kernels_launched",
+    "kernels_compiled",
+    "extern_calls",
+    "fallbacks",
+    "graphs_compiled",
+    "cuda_compile_checks",
+)
 
 _counts: Counter[str] = Counter()
 
@@ -22,6 +29,7 @@ def counters() -> dict[str, int]:
     extern_calls: aten calls run eagerly between kernels (views and tuple lookups are not counted).
     fallbacks: nodes left eager for a reason, plus kernels that failed and ran eagerly.
     graphs_compiled: FX graphs (forward or backward) the backend compiled.
+    cuda_compile_checks: interpreted kernels also compiled for a GPU (FUSER_CHECK_CUDA_COMPILE).
     """
     return {name: _counts[name] for name in NAMES}
 

@@ -25,7 +25,7 @@ import torch
 import triton
 from torch import fx
 
-from fuser import interpreter_bf16, interpreter_libdevice, interpreter_reduce, metrics
+from fuser import gpu_compile_check, interpreter_bf16, interpreter_libdevice, interpreter_reduce, metrics
 from fuser.codegen import KernelSource, output_strides
 from fuser.direct_launch import DirectLauncher
 from fuser.partition import Kernel
@@ -113,6 +113,7 @@ def _interpreter_lib() -> types.ModuleType:
 
 
 _kernels: dict[tuple[str, bool], Callable] = {}
+_gpu_check_kernels: dict[str, Callable] = {}  # compiled for CUDA by FUSER_CHECK_CUDA_COMPILE, never run
 
 
 def load_kernel(source: KernelSource, interpreted: bool) -> Callable:
@@ -257,39 +258,49 @@ class KernelStep:
         self.interpreted = self.kernel.device.type == "cpu"
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
         self.launches: dict[tuple[int, ...], Launch] = {}
+        self.gpu_launches: dict[tuple[int, ...], Launch] = {}
         self.failed = False
 
     def launch(self, key: tuple[int, ...]) -> Launch:
         """Concrete sizes and launch configuration for this binding of the symbols (cached)."""
         if key not in self.launches:
-            binding = dict(zip(self.symbols, key, strict=True))
-            outputs = []
-            for member in self.kernel.members:
-                value = member.meta["val"]
-                shape = tuple(concrete(s, binding) for s in value.shape)
-                strides = tuple(concrete(s, binding) for s in output_strides(value))
-                outputs.append((shape, strides, value.dtype, self.slots[member]))
-            ints = {
-                name: concrete(arg.value, binding)
-                for variant in self.variants
-                for name, arg in variant.params
-                if arg.kind == "int"
-            }
-            empty = ints.get("numel", ints.get("num_rows", 1)) == 0
-            config = choose_config(self.variants, ints, self.interpreted)
-            stages = []
-            stage_config: Config | None = config
-            while stage_config is not None:
-                stages.append(self._stage(stage_config, ints, outputs))
-                stage_config = stage_config.then
-            self.launches[key] = Launch(outputs, empty, stages, self._partials(config, ints))
+            self.launches[key] = self._make_launch(key, self.interpreted)
         return self.launches[key]
 
-    def _stage(self, config: Config, ints: dict[str, int], outputs: list) -> Stage:
+    def gpu_launch(self, key: tuple[int, ...]) -> Launch:
+        """The launch a GPU would make for this binding (for FUSER_CHECK_CUDA_COMPILE on a CPU)."""
+        if key not in self.gpu_launches:
+            self.gpu_launches[key] = self._make_launch(key, interpreted=False)
+        return self.gpu_launches[key]
+
+    def _make_launch(self, key: tuple[int, ...], interpreted: bool) -> Launch:
+        binding = dict(zip(self.symbols, key, strict=True))
+        outputs = []
+        for member in self.kernel.members:
+            value = member.meta["val"]
+            shape = tuple(concrete(s, binding) for s in value.shape)
+            strides = tuple(concrete(s, binding) for s in output_strides(value))
+            outputs.append((shape, strides, value.dtype, self.slots[member]))
+        ints = {
+            name: concrete(arg.value, binding)
+            for variant in self.variants
+            for name, arg in variant.params
+            if arg.kind == "int"
+        }
+        empty = ints.get("numel", ints.get("num_rows", 1)) == 0
+        config = choose_config(self.variants, ints, interpreted)
+        stages = []
+        stage_config: Config | None = config
+        while stage_config is not None:
+            stages.append(self._stage(stage_config, ints, outputs, interpreted))
+            stage_config = stage_config.then
+        return Launch(outputs, empty, stages, self._partials(config, ints))
+
+    def _stage(self, config: Config, ints: dict[str, int], outputs: list, interpreted: bool) -> Stage:
         source = self.variants[config.variant]
         options = (
             dict(config.blocks)
-            if self.interpreted
+            if interpreted
             else {**config.blocks, "num_warps": config.warps, **gpu_compile_options()}
         )
         stage = Stage(source, config.grid, options, [None] * len(source.params), [], [], [], [])
@@ -335,6 +346,9 @@ class KernelStep:
         partials = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in launch.partials]
         stage = launch.stages[0]
         try:
+            capability = gpu_compile_check.target_capability() if self.interpreted else None
+            if capability is not None:
+                self._check_gpu_compile(key, env, outputs, capability)
             for stage in launch.stages:
                 if stage.launcher is None:
                     stage.launcher = self._launcher(stage)
@@ -352,6 +366,19 @@ class KernelStep:
             metrics.bump("fallbacks")
             self.failed = True
             self.fallback(env, key)
+
+    def _check_gpu_compile(self, key: tuple[int, ...], env: list, outputs: list, capability: int) -> None:
+        """Compile, for CUDA, the stages a GPU would launch for these arguments (the CPU tensors stand in
+        for the GPU's: same dtypes, sizes and strides)."""
+        launch = self.gpu_launch(key)
+        partials = [torch.empty(shape, dtype=dtype) for shape, dtype in launch.partials]
+        for stage in launch.stages:
+            if stage.source.cache_key not in _gpu_check_kernels:  # not counted: no kernel of this run
+                _gpu_check_kernels[stage.source.cache_key] = _load_kernel(stage.source, interpreted=False)
+            jit_fn = _gpu_check_kernels[stage.source.cache_key]
+            gpu_compile_check.compile_for_cuda(
+                jit_fn, stage.arguments(env, outputs, partials), stage.options, capability
+            )
 
     def _launcher(self, stage: Stage) -> Callable:
         kernel = load_kernel(stage.source, self.interpreted)

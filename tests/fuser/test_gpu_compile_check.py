@@ -1,0 +1,134 @@
+"""FUSER_CHECK_CUDA_COMPILE: on a CPU, kernels run in Triton's interpreter are also compiled for a CUDA GPU
+(Triton's compiler and ptxas, no GPU needed), so a kernel the interpreter accepts but the GPU compiler
+rejects fails here, not first on a GPU. The programs below are those whose kernels once failed only on
+the GPU (docs/conformance.md), each with the launch settings the GPU uses for small sizes and with
+settings that make the GPU pick the looped and two-stage variants."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fuser
+import fuser.runtime
+from fuser import gpu_compile_check
+from fuser.codegen import Builder
+
+
+def negated_twice(x):
+    return torch.neg(torch.neg(x))  # the conformance suite's producer context
+
+
+def group_norm_of_negated(x, w, b):
+    return F.group_norm(negated_twice(x), 1, w, b, 1e-5)
+
+
+def layer_norm_of_negated(x, w, b):
+    return F.layer_norm(negated_twice(x), x.shape[-1:], w, b)
+
+
+def rms_norm_of_negated(x, w, b):
+    return F.rms_norm(negated_twice(x), x.shape[-1:], w) + b
+
+
+def softmax_then_scale(x, w, b):
+    return torch.softmax(x, -1) * w + b
+
+
+def rolled_row_sums(x, w, b):
+    return torch.roll(x * w, 3, 1).sum(1, keepdim=True) + b
+
+
+def stacked_then_scaled(x, w, b):
+    return torch.stack([x, x * 2], 0).sum(0) * w + b
+
+
+def column_sums(x, w, b):
+    return x.sum(0) * w + b
+
+
+def var_mean_and_argmax(x, w, b):
+    var, mean = torch.var_mean(x * w, 1, keepdim=True)
+    return var + mean + x.argmax(1, keepdim=True).to(x.dtype) + b
+
+
+PROGRAMS = [
+    group_norm_of_negated,
+    layer_norm_of_negated,
+    rms_norm_of_negated,
+    softmax_then_scale,
+    rolled_row_sums,
+    stacked_then_scaled,
+    column_sums,
+    var_mean_and_argmax,
+]
+
+# Small thresholds: the GPU's launch for these small sizes becomes a looped row kernel, a looped outer
+# reduction, or a two-stage split, instead of a persistent kernel.
+LOOPED = {"GPU_PERSISTENT_MAX": 16, "GPU_OUTER_RBLOCK": 4, "GPU_LOOP_RBLOCK": 16, "SPLIT_MIN_COLS": 64}
+
+
+@pytest.mark.parametrize("settings", [{}, LOOPED], ids=["gpu-defaults", "gpu-looped"])
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_kernels_compile_for_cuda(program, settings, device, monkeypatch):
+    monkeypatch.setenv(gpu_compile_check.CHECK_ENV, "90")
+    for name, value in settings.items():
+        monkeypatch.setattr(fuser.runtime, name, value)
+    # Transposed: the weight gradients reduce over the outer dim of a column-major input.
+    x = torch.randn(7, 150, device=device).t().requires_grad_()
+    w = torch.randn(7, device=device, requires_grad=True)
+    b = torch.randn(7, device=device, requires_grad=True)
+    compiled = fuser.compile(program, strict=True, dynamic=False)
+    got = compiled(x, w, b)
+    got.sum().backward()
+    grads = [t.grad for t in (x, w, b)]
+    for t in (x, w, b):
+        t.grad = None
+    expected = program(x, w, b)
+    expected.sum().backward()
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    for g, t in zip(grads, (x, w, b), strict=True):
+        torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-4)
+    counts = fuser.counters()
+    checked = counts["cuda_compile_checks"] if device == "cpu" else counts["kernels_launched"]
+    assert checked > 0, counts
+
+
+def test_a_name_read_after_the_loop_that_defined_it_is_a_gpu_compile_error():
+    # The interpreter runs the kernel as Python, where a loop's names outlive it; Triton's compiler
+    # does not, which is how row kernels once failed on the GPU only.
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def loop_scoped(out_ptr, n, BLOCK: tl.constexpr):
+        for start in range(0, n, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, 1.0)
+
+    with pytest.raises(RuntimeError, match="loop_scoped does not compile for CUDA sm_90"):
+        gpu_compile_check.compile_for_cuda(loop_scoped, [torch.empty(64), 64], {"BLOCK": 16}, 90)
+
+
+@pytest.mark.parametrize("value", ["hopper", "9", "sm90a"])
+def test_an_unreadable_capability_is_refused(value, monkeypatch):
+    monkeypatch.setenv(gpu_compile_check.CHECK_ENV, value)
+    with pytest.raises(ValueError, match="FUSER_CHECK_CUDA_COMPILE"):
+        gpu_compile_check.target_capability()
+
+
+@pytest.mark.parametrize(("value", "capability"), [("90", 90), ("sm_80", 80), ("sm100", 100), ("", None)])
+def test_a_capability_is_read(value, capability, monkeypatch):
+    monkeypatch.setenv(gpu_compile_check.CHECK_ENV, value)
+    assert gpu_compile_check.target_capability() == capability
+
+
+def test_a_keyword_argument_name_is_not_read_as_a_value():
+    # `mask=row_mask` reads the row mask (level 1), not the full mask named `mask` (level 2): read as
+    # level 2, a row value was stored after a looped kernel's column loop with `mask`, undefined there.
+    builder = Builder.__new__(Builder)
+    builder.levels = {"row_mask": 1, "mask": 2, "r1": 1, "cols": 2}
+    assert builder.level("tl.load(in1_ptr + r1 * in1_stride1, mask=row_mask)") == 1
+    assert builder.level("tl.load(in1_ptr + r1 + cols, mask=mask)") == 2
+    assert builder.level("tl.where(mask == 0, r1, 0)") == 2
