@@ -308,6 +308,8 @@ class Builder:
         attrs = {a: bound[a] for a in op.attrs}
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype
+        if op.wants_device:
+            attrs["device"] = self.kernel.device.type
         render = op.renderer_for([w for w in wants if w is not None])
         expr = render(*operands, **attrs)
         if planted_wrong_lowering() == str(node.target):  # testing only: see fuser.options

@@ -63,6 +63,9 @@ class PointwiseOp:
     optional: frozenset[str] = field(default_factory=frozenset)
     # The renderer also gets `out_dtype=` (nan_to_num's default bounds are the output dtype's limits).
     wants_out_dtype: bool = False
+    # The renderer also gets `device=` ("cpu" or "cuda"): where ATen's CPU and CUDA kernels associate
+    # the same arithmetic differently (addcmul), the kernel follows the device's.
+    wants_device: bool = False
 
     def renderer_for(self, operand_dtypes: list[torch.dtype]) -> Callable[..., str]:
         if self.int_render is not None and all(is_integral(d) for d in operand_dtypes):
@@ -151,13 +154,15 @@ def _add_scaled(a: str, b: str, alpha=1, *, out_dtype: torch.dtype, sign: int = 
     return f"{a} + {b} * {_scalar(sign * alpha, out_dtype)}"
 
 
-def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
-    # ATen: self + value * tensor1 * tensor2, left to right; its compiled CPU kernels fuse the last
-    # multiply and the add (so -inf + max * 2 is -inf, not nan), as Triton does on a GPU.
-    scaled = f"({_scalar(value, out_dtype)} * {a})"
+def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype, device: str) -> str:
+    # ATen's CPU kernel: self + (value * tensor1) * tensor2, its last multiply and the add fused (so
+    # -inf + max * 2 is -inf, not nan). Its CUDA kernel: self + value * (tensor1 * tensor2), fused
+    # likewise; where value * tensor1 overflows and tensor1 * tensor2 does not (times 0), they differ.
     if out_dtype.is_floating_point:
-        return f"libdevice.fma({scaled}, {b}, {x})"
-    return f"{x} + {scaled} * {b}"
+        if device == "cuda":
+            return f"libdevice.fma({_scalar(value, out_dtype)}, {a} * {b}, {x})"
+        return f"libdevice.fma(({_scalar(value, out_dtype)} * {a}), {b}, {x})"
+    return f"{x} + ({_scalar(value, out_dtype)} * {a}) * {b}"  # wraps the same either way
 
 
 def _addcdiv(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
@@ -631,6 +636,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         _addcmul,
         attrs=("value",),
         wants_out_dtype=True,
+        wants_device=True,
     ),
     _op(
         "addcdiv",

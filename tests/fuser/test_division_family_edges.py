@@ -139,3 +139,18 @@ def test_negation_keeps_the_sign_of_zero(dtype, device):
 
     for got, want in zip(fuser.compile(program)(x), program(x), strict=True):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_addcmul_associates_as_the_devices_kernel(dtype, device):
+    # ATen's CPU addcmul computes (value * t1) * t2, its CUDA one value * (t1 * t2): at t1 = max,
+    # t2 = 0, value = 2 the CPU overflows to inf * 0 = nan and CUDA gives 0 (found on the H200s).
+    big = torch.finfo(dtype).max
+    x = torch.tensor([0.0, 1.0, -float("inf"), 0.0], dtype=dtype, device=device)
+    t1 = torch.tensor([big, big, big, 0.5], dtype=dtype, device=device)
+    t2 = torch.tensor([0.0, -0.0, 2.0, 3.0], dtype=dtype, device=device)
+
+    def program(x, t1, t2):
+        return torch.addcmul(x, t1, t2, value=2)
+
+    assert_same(fuser.compile(program)(x, t1, t2), program(x, t1, t2))
