@@ -355,6 +355,8 @@ class PointwiseBuilder(Builder):
         name, held = self.value(node, index)
         flat = self._is_flat(node, index, output_strides(value))
         address = self.output_address(position, node, None if flat else index)
+        if self.level(address) < 2:  # one element (every dim size 1): a block of that address, so the
+            address += " + offset * 0"  # block mask applies (Triton 3.6 rejects a scalar pointer with it)
         self.body.append(f"tl.store({address}, {self.cast(name, held, value.dtype)}, mask=mask)")
 
     def source(self, name: str) -> str:
