@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/graphs}
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
-mkdir -p "$OUT"
+source tools/gpu_lib.sh
+gpu_setup
 for spec in "$@"; do
     read -r op dtype context direction <<<"$spec"
     TORCH_LOGS=graph_code,aot_graphs FUSER_STRICT=1 timeout 120 "$PYTHON" -m pytest conformance/test_ops.py \
