@@ -200,3 +200,30 @@ def test_sharded_reports_merge_into_one_record(tmp_path):
         [sys.executable, script, first, first, "--out", out], capture_output=True, text=True
     )
     assert again.returncode != 0 and "is in another shard too" in again.stderr
+
+
+def test_ledger_entries_drafted_with_reasons_cover_exactly_the_failures(tmp_path):
+    from conformance.ledger import Ledger
+
+    run = [
+        result("aten.add.Tensor", "float16", "failed", context="producer", message="output: x"),
+        result("aten.add.Tensor", "float16", "failed", context="consumer", message="output: x"),
+        result("aten.add.Tensor", "float16", "passed"),
+        result("aten.add.Tensor", "float32", "failed", message="output: y"),
+        result("aten.sin.default", "float32", "failed", direction="bwd", message="gradients: z"),
+    ]
+    report, _ = write(run, META, tmp_path / "report")
+    reasons = tmp_path / "reasons.toml"
+    reasons.write_text('"aten.add.Tensor" = "a known cause, with \\"quotes\\""\n')
+    script = Path(__file__).parents[2] / "tools" / "ledger_from_report.py"
+    drafted = subprocess.run(
+        [sys.executable, script, report, "--reasons", reasons], capture_output=True, text=True, check=True
+    ).stdout
+    ledger_path = tmp_path / "ledger.toml"
+    ledger_path.write_text(drafted)
+    ledger = Ledger.load(ledger_path)
+    assert len(ledger.entries) == 3  # add float16's two contexts share one entry
+    for case in run:
+        assert (ledger.match(case.key) is not None) == (case.outcome == "failed"), case.key
+    assert ledger.match(run[0].key).reason == "a known cause, with 'quotes'"
+    assert ledger.match(run[4].key).reason.startswith("open bug found by the suite: gradients: z")
