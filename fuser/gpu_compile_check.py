@@ -14,8 +14,10 @@ The specialization goes through Triton's own argument binder (`create_function_f
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import triton
@@ -40,25 +42,31 @@ def target_capability() -> int | None:
     return int(match[1])
 
 
-def _binder(jit_fn: Any, backend: Any):
+@functools.cache
+def _binder(jit_fn: Any, capability: int) -> tuple[Any, Any, Callable]:
+    """Target, backend and Triton's argument binder for `jit_fn` on CUDA `capability` (built once: the
+    binder is generated code)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+
     try:
         from triton.runtime.jit import create_function_from_signature
     except ImportError as error:  # pragma: no cover - depends on the installed Triton
         raise RuntimeError(
             f"fuser: {CHECK_ENV} needs Triton's argument binder, not found in triton {triton.__version__}"
         ) from error
-    return create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
+    target = GPUTarget("cuda", capability, 32)
+    backend = make_backend(target)
+    return target, backend, create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
 
 
 def compile_for_cuda(jit_fn: Any, args: list, options: dict[str, Any], capability: int) -> None:
     """Compile `jit_fn` for CUDA `capability` as a launch with these arguments and options would.
     Raises RuntimeError naming the kernel and the architecture when Triton or ptxas rejects it."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, make_backend
+    from triton.compiler import ASTSource
 
-    target = GPUTarget("cuda", capability, 32)
-    backend = make_backend(target)
-    bound, specialization, run_options = _binder(jit_fn, backend)(*args, **options)
+    target, backend, binder = _binder(jit_fn, capability)
+    bound, specialization, run_options = binder(*args, **options)
     key = (jit_fn.cache_key, capability, str(specialization), tuple(sorted(run_options.items())))
     if key in _compiled:
         return

@@ -113,15 +113,16 @@ def _interpreter_lib() -> types.ModuleType:
 
 
 _kernels: dict[tuple[str, bool], Callable] = {}
-_gpu_check_kernels: dict[str, Callable] = {}  # compiled for CUDA by FUSER_CHECK_CUDA_COMPILE, never run
 
 
-def load_kernel(source: KernelSource, interpreted: bool) -> Callable:
-    """The launchable kernel for `source`: loaded once per cache key and mode (each load is counted)."""
+def load_kernel(source: KernelSource, interpreted: bool, counted: bool = True) -> Callable:
+    """The launchable kernel for `source`: loaded once per cache key and mode (each load is counted,
+    except the GPU builds FUSER_CHECK_CUDA_COMPILE only compiles, which never run)."""
     key = (source.cache_key, interpreted)
     if key not in _kernels:
         _kernels[key] = _load_kernel(source, interpreted)
-        metrics.bump("kernels_compiled")
+        if counted:
+            metrics.bump("kernels_compiled")
     return _kernels[key]
 
 
@@ -259,6 +260,8 @@ class KernelStep:
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
         self.launches: dict[tuple[int, ...], Launch] = {}
         self.gpu_launches: dict[tuple[int, ...], Launch] = {}
+        # FUSER_CHECK_CUDA_COMPILE's capability, read once: interpreted launches also compile for it.
+        self.check_capability = gpu_compile_check.target_capability() if self.interpreted else None
         self.failed = False
 
     def launch(self, key: tuple[int, ...]) -> Launch:
@@ -346,9 +349,8 @@ class KernelStep:
         partials = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in launch.partials]
         stage = launch.stages[0]
         try:
-            capability = gpu_compile_check.target_capability() if self.interpreted else None
-            if capability is not None:
-                self._check_gpu_compile(key, env, outputs, capability)
+            if self.check_capability is not None:
+                self._check_gpu_compile(key, env, outputs, self.check_capability)
             for stage in launch.stages:
                 if stage.launcher is None:
                     stage.launcher = self._launcher(stage)
@@ -373,9 +375,7 @@ class KernelStep:
         launch = self.gpu_launch(key)
         partials = [torch.empty(shape, dtype=dtype) for shape, dtype in launch.partials]
         for stage in launch.stages:
-            if stage.source.cache_key not in _gpu_check_kernels:  # not counted: no kernel of this run
-                _gpu_check_kernels[stage.source.cache_key] = _load_kernel(stage.source, interpreted=False)
-            jit_fn = _gpu_check_kernels[stage.source.cache_key]
+            jit_fn = load_kernel(stage.source, interpreted=False, counted=False)
             gpu_compile_check.compile_for_cuda(
                 jit_fn, stage.arguments(env, outputs, partials), stage.options, capability
             )
