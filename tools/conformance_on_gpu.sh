@@ -7,7 +7,6 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/conformance-gpu}
-PYTHON=${PYTHON:-python3}
 source tools/gpu_lib.sh
 gpu_setup
 export FUSER_STRICT=1

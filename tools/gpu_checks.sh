@@ -15,8 +15,6 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-checks}
-PYTHON=${PYTHON:-python3}
-DEADLINE=$((SECONDS + ${TOTAL_S:-580}))
 source tools/gpu_lib.sh
 gpu_setup
 

@@ -1,4 +1,5 @@
-# What the GPU-run scripts share (sourced, from the repository root, with OUT and PYTHON set):
+# What the GPU-run scripts share (sourced, from the repository root, with OUT set; PYTHON defaults to
+# python3, and DEADLINE, which `step` honours, to TOTAL_S seconds from now, default 580):
 #   gpu_setup          carried wheels (.whl/, where the GPU machine has no package index) and the
 #                      project installed editable (so torch.compile finds backend="fuser")
 #   versions           GPU, driver, Python, torch, CUDA, triton, cores and commit
@@ -7,6 +8,9 @@
 #                      before DEADLINE (kept for later steps); output to the terminal and $OUT/NAME.log,
 #                      exit status to $OUT/steps.txt. Where STEPS is set, only the steps it names run.
 #   bundle NAME        packs $OUT into $OUT/NAME.tar.gz (the device tool brings back at most 8 files)
+
+PYTHON=${PYTHON:-python3}
+DEADLINE=$((SECONDS + ${TOTAL_S:-580}))
 
 gpu_setup() {
     mkdir -p "$OUT"

@@ -5,7 +5,6 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/graphs}
-PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 source tools/gpu_lib.sh
 gpu_setup

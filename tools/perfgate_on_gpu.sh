@@ -14,8 +14,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/perfgate-gpu}
-PYTHON=${PYTHON:-python3}
-DEADLINE=$((SECONDS + ${TOTAL_S:-520}))
+TOTAL_S=${TOTAL_S:-520}
 source tools/gpu_lib.sh
 gpu_setup
 step env 60 0 bash -c versions
