@@ -234,27 +234,31 @@ def main() -> None:
 
 
 def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, float]:
-    """Time the fuser again under other launch settings of fuser.runtime (then restore them)."""
+    """Time the fuser again under other launch settings of fuser.runtime, one at a time (then restore)."""
     timings = {}
     for setting in filter(None, settings.split(",")):
-        key, value = setting.split("=")
-        saved = getattr(fuser.runtime, key)
-        setattr(fuser.runtime, key, int(value))
-        for step_launches in _launch_caches():
-            step_launches.clear()
+        restore = apply_settings(setting)
         ms = triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median")
-        setattr(fuser.runtime, key, saved)
-        for step_launches in _launch_caches():
-            step_launches.clear()
+        apply_settings(restore)
         timings[setting] = ms
         print(f"  {name} fuser with {setting}: {ms:.4f} ms ({ms / base:.2f}x inductor)")
     return timings
 
 
-def _launch_caches():
+def apply_settings(settings: str) -> str:
+    """Set fuser.runtime constants from 'NAME=VALUE,NAME=VALUE' and forget every kernel step's launch
+    configurations (chosen under the old values); returns the settings that restore the old values."""
     import gc
 
-    return [obj.launches for obj in gc.get_objects() if type(obj) is fuser.runtime.KernelStep]
+    restore = []
+    for item in filter(None, settings.split(",")):
+        key, value = item.split("=")
+        restore.append(f"{key}={getattr(fuser.runtime, key)}")
+        setattr(fuser.runtime, key, int(value))
+    for obj in gc.get_objects():
+        if type(obj) is fuser.runtime.KernelStep:
+            obj.launches.clear()
+    return ",".join(restore)
 
 
 if __name__ == "__main__":

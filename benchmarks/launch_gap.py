@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.testing
-from compare import WORKLOADS, _launch_caches, as_call  # benchmarks/ is the script's folder
+from compare import WORKLOADS, apply_settings, as_call  # benchmarks/ is the script's folder
 
 import fuser
 import fuser.runtime
@@ -142,18 +142,6 @@ def event_overhead_us(call, calls: int, out: Path, name: str) -> dict:
     }
 
 
-def apply_setting(setting: str) -> dict[str, int]:
-    """Set fuser.runtime constants from 'NAME=VALUE,NAME=VALUE'; returns the previous values."""
-    saved = {}
-    for item in filter(None, setting.split(",")):
-        key, value = item.split("=")
-        saved[key] = getattr(fuser.runtime, key)
-        setattr(fuser.runtime, key, int(value))
-    for launches in _launch_caches():
-        launches.clear()
-    return saved
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,14 +194,14 @@ def main() -> None:
             print(f"    {kernel}: {shape}")
     results["settings"] = {}
     for setting in ["", *args.setting]:
-        saved = apply_setting(setting)
+        restore = apply_settings(setting)
         rounds = {"fuser": [], "inductor": []}
         for _ in range(args.repeats):
             for name in rounds:
                 rounds[name].append(
                     triton.testing.do_bench(calls[name], warmup=50, rep=300, return_mode="median")
                 )
-        apply_setting(",".join(f"{k}={v}" for k, v in saved.items()))
+        apply_settings(restore)
         fuser_ms, inductor_ms = statistics.median(rounds["fuser"]), statistics.median(rounds["inductor"])
         results["settings"][setting or "default"] = {
             "fuser_ms": rounds["fuser"],
