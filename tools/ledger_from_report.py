@@ -3,10 +3,10 @@
     python tools/ledger_from_report.py reports/conformance/conformance-fuser-cpu.json >> conformance/expected_failures.toml
     python tools/ledger_from_report.py REPORT --reasons causes.toml   # reasons by op, cases grouped
 
-Without --reasons: one entry per failing case, its reason the failure's own first finding (what differed,
-where), marked as an open bug of the backend. With --reasons (a TOML table: op = "reason"), a failing
-case of a listed op takes that reason, and the cases of one op, dtype and direction that share a reason
-become one entry listing their contexts (exactly the contexts that failed, so none passes as an XPASS).
+Each failing case's reason is its failure's own first finding (what differed, where), marked as an open
+bug of the backend, or, with --reasons (a TOML table: op = "reason"), its op's reason there. The cases of
+one op, dtype and direction that share a reason become one entry listing their contexts (exactly the
+contexts that failed, so none passes as an XPASS).
 Review the diff before committing.
 """
 
@@ -28,38 +28,19 @@ def reason_of(message: str) -> str:
     return f"open bug found by the suite: {text[:300]}"
 
 
-def _toml_value(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(f'"{v}"' for v in value) + "]" if len(value) > 1 else f'"{value[0]}"'
-    return f'"{value}"'
-
-
 def entries(report: dict, reasons: dict[str, str]) -> list[dict]:
-    failing = [case for case in report["cases"] if case["outcome"] in ("failed", "error")]
-    if not reasons:
-        return [
-            {
-                **{f: case[f] for f in ("op", "backend", "device", "dtype", "direction", "context")},
-                "reason": reason_of(case["message"]),
-            }
-            for case in failing
-        ]
+    """Failing cases of one op, dtype and direction that share a reason, as one entry naming exactly
+    their contexts (a reason from `reasons` by op, else the failure's own first finding)."""
     groups: dict[tuple, list[str]] = defaultdict(list)
-    for case in failing:
-        reason = reasons.get(case["op"]) or reason_of(case["message"])
-        key = (case["op"], case["backend"], case["device"], case["dtype"], case["direction"], reason)
-        groups[key].append(case["context"])
+    for case in report["cases"]:
+        if case["outcome"] in ("failed", "error"):
+            reason = (reasons.get(case["op"]) or reason_of(case["message"])).replace('"', "'")
+            key = (case["op"], case["backend"], case["device"], case["dtype"], case["direction"], reason)
+            groups[key].append(case["context"])
+    fields = ("op", "backend", "device", "dtype", "direction", "reason")
     return [
-        {
-            "op": op,
-            "backend": backend,
-            "device": device,
-            "dtype": dtype,
-            "direction": direction,
-            "context": sorted(contexts),
-            "reason": reason,
-        }
-        for (op, backend, device, dtype, direction, reason), contexts in sorted(groups.items())
+        {**dict(zip(fields, key, strict=True)), "context": sorted(contexts)}
+        for key, contexts in sorted(groups.items())
     ]
 
 
@@ -76,9 +57,9 @@ def main() -> None:
             reasons = tomllib.load(file)
     for entry in entries(report, reasons):
         print("\n[[xfail]]")
-        for field, value in entry.items():
-            text = value.replace('"', "'") if field == "reason" else value
-            print(f"{field} = {_toml_value(text) if isinstance(text, list) else json.dumps(text)}")
+        for field in ("op", "backend", "device", "dtype", "direction", "context", "reason"):
+            value = entry[field]
+            print(f"{field} = {json.dumps(value[0] if field == 'context' and len(value) == 1 else value)}")
 
 
 if __name__ == "__main__":
