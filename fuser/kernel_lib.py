@@ -14,17 +14,8 @@ from triton.language.extra import libdevice
 
 # On a GPU, Triton links libdevice flushing float32 subnormals to zero unless a kernel is compiled with
 # `enable_reflect_ftz=False`; the fuser launches every GPU kernel so (fuser.runtime.gpu_compile_options),
-# so libdevice's fmod, hypot, floor, ceil and fma keep subnormals as eager's CUDA kernels do. What still
+# so libdevice's div_rn, fmod, hypot, floor, ceil and fma keep subnormals as eager's CUDA kernels do. What still
 # needs a helper below is where libdevice or Triton differ from ATen in more than that.
-
-
-@triton.jit
-def div_rn(a, b):
-    # Correctly rounded division, subnormals kept: Triton's `/` is approximate on a GPU.
-    if a.dtype == tl.float32:
-        return tl.div_rn(a, b)
-    else:
-        return libdevice.div_rn(a, b)
 
 
 @triton.jit
@@ -72,11 +63,11 @@ def floor_divide_float(a, b):
     # ATen's div_floor_floating: exact for representable quotients, where floor(a / b) can be off by one.
     a, b = tl.broadcast(a, b)
     mod = libdevice.fmod(a, b)
-    div = div_rn(a - mod, b)
+    div = libdevice.div_rn(a - mod, b)  # correctly rounded: Triton's `/` is approximate on a GPU
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     floordiv = libdevice.floor(div)  # div is an integer, zero or huge here: never subnormal
     floordiv = tl.where(div - floordiv > 0.5, floordiv + 1.0, floordiv)
-    quotient = div_rn(a, b)
+    quotient = libdevice.div_rn(a, b)
     floordiv = tl.where(div == 0, libdevice.copysign(tl.full(div.shape, 0.0, div.dtype), quotient), floordiv)
     return tl.where(b == 0, quotient, floordiv)
 

@@ -158,11 +158,12 @@ def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype, device:
     # ATen's CPU kernel: self + (value * tensor1) * tensor2, its last multiply and the add fused (so
     # -inf + max * 2 is -inf, not nan). Its CUDA kernel: self + value * (tensor1 * tensor2), fused
     # likewise; where value * tensor1 overflows and tensor1 * tensor2 does not (times 0), they differ.
+    scalar = _scalar(value, out_dtype)
     if out_dtype.is_floating_point:
         if device == "cuda":
-            return f"libdevice.fma({_scalar(value, out_dtype)}, {a} * {b}, {x})"
-        return f"libdevice.fma(({_scalar(value, out_dtype)} * {a}), {b}, {x})"
-    return f"{x} + ({_scalar(value, out_dtype)} * {a}) * {b}"  # wraps the same either way
+            return f"libdevice.fma({scalar}, {a} * {b}, {x})"
+        return f"libdevice.fma(({scalar} * {a}), {b}, {x})"
+    return f"{x} + ({scalar} * {a}) * {b}"  # integers wrap the same either way
 
 
 def _addcdiv(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
@@ -189,11 +190,11 @@ def _pow_scalar_exponent(a: str, e: str) -> str:
     one = f"tl.full([], 1.0, ({a}).dtype)"
     products = (
         f"tl.where({e} == 2.0, {a} * {a}, tl.where({e} == 3.0, {a} * {a} * {a}, "
-        f"tl.where({e} == -2.0, lib.div_rn({one}, {a} * {a}), libdevice.pow({a}, {e}))))"
+        f"tl.where({e} == -2.0, libdevice.div_rn({one}, {a} * {a}), libdevice.pow({a}, {e}))))"
     )
     return (
         f"tl.where({e} == 0.5, libdevice.sqrt({a}), tl.where({e} == -0.5, libdevice.rsqrt({a}), "
-        f"tl.where({e} == -1.0, lib.div_rn({one}, {a}), {products})))"
+        f"tl.where({e} == -1.0, libdevice.div_rn({one}, {a}), {products})))"
     )
 
 
@@ -242,14 +243,13 @@ def _gelu(x: str, approximate: str = "none") -> str:
 
 
 def _div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
-    # lib.div_rn: Triton's float32 `/` is approximate on a GPU (a quotient one ulp under an integer
-    # truncates one lower), and libdevice's div_rn flushes subnormals (tiny / -0.0 would be nan). Half
-    # quotients are truncated at float32 precision, as eager's scalar loops.
+    # div_rn: Triton's float32 `/` is approximate on a GPU (a quotient one ulp under an integer truncates
+    # one lower). Half quotients are truncated at float32 precision, as eager's scalar loops.
     if rounding_mode == "trunc":
-        return f"libdevice.trunc(lib.div_rn({a}, {b}))"
+        return f"libdevice.trunc(libdevice.div_rn({a}, {b}))"
     if rounding_mode == "floor":
         return f"lib.floor_divide_float({a}, {b})"
-    return f"lib.div_rn({a}, {b})"
+    return f"libdevice.div_rn({a}, {b})"
 
 
 def _int_div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
@@ -471,12 +471,12 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "prims_div",
         "prims::div.default",
         BINARY,
-        lambda a, b: f"lib.div_rn({a}, {b})",
+        lambda a, b: f"libdevice.div_rn({a}, {b})",
         int_render=lambda a, b: f"{a} // {b}",
     ),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
     # Division rounds correctly (div_rn), as eager's does: Triton's float32 `/` is approximate on a GPU.
-    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"lib.div_rn({a}, {b})"),
+    _op("div", "Tensor Scalar", BINARY, lambda a, b: f"libdevice.div_rn({a}, {b})"),
     _op(
         "div_mode",
         "div.Tensor_mode div.Scalar_mode",
