@@ -6,8 +6,10 @@ reductions, an L2 round trip each row waits for); the row length as a constexpr 
 at 8 and 16 warps. And a looped kernel written here, the default backend's schedule: one pass of
 Welford over the row in column blocks, then a second pass that reads the row again (from L2) to
 normalize it, with and without L2 eviction hints (keep the row on the first read, drop it on the second).
+Eviction hints on the generated kernel (rows streamed, weight and bias kept; the store ± streaming). A
+grid-stride kernel: a fixed grid of 2-8 programs an SM, each loading weight and bias once and walking rows.
 
-    python benchmarks/add_ln_variants.py [--rows 16384 --cols 4096 --repeats 7]
+    python benchmarks/add_ln_variants.py [--rows 16384 --cols 4096 --repeats 7 --only REGEX]
 """
 
 from __future__ import annotations
@@ -78,6 +80,43 @@ def looped_welford(
         tl.store(out_ptr + row_start + cols, ((v - row_mean) * rstd * w + b).to(tl.bfloat16), mask=mask)
 
 
+@triton.jit
+def grid_stride_rows(
+    x_ptr, r_ptr, w_ptr, b_ptr, out_ptr, num_rows, num_cols, RBLOCK: tl.constexpr, STREAM: tl.constexpr
+):
+    # A fixed grid of programs, each walking rows: weight and bias are loaded once a program.
+    cols = tl.arange(0, RBLOCK)
+    mask = cols < num_cols
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+    for row in range(tl.program_id(0), num_rows, tl.num_programs(0)):
+        start = row * num_cols  # int32: the benchmark's sizes stay below 2**31
+        x = tl.load(x_ptr + start + cols, mask=mask, eviction_policy=STREAM).to(tl.float32)
+        v = x + tl.load(r_ptr + start + cols, mask=mask, eviction_policy=STREAM).to(tl.float32)
+        mean = tl.sum(tl.where(mask, v, 0.0), 0) / num_cols
+        deviation = tl.where(mask, v - mean, 0.0)
+        rstd = tl.rsqrt(tl.sum(deviation * deviation, 0) / num_cols + 1e-5)
+        tl.store(out_ptr + start + cols, (deviation * rstd * w + b).to(tl.bfloat16), mask=mask)
+
+
+def grid_stride_call(x, r, w, b, out, programs: int, warps: int, hints: bool):
+    rows, cols = x.shape
+    stream = "evict_first" if hints else ""
+    return lambda: grid_stride_rows[(programs,)](
+        x,
+        r,
+        w,
+        b,
+        out,
+        rows,
+        cols,
+        RBLOCK=triton.next_power_of_2(cols),
+        STREAM=stream,
+        num_warps=warps,
+        **gpu_compile_options(),
+    )
+
+
 def welford_call(x, r, w, b, out, rblock: int, warps: int, hints: bool):
     keep, drop = ("evict_last", "evict_first") if hints else ("", "")
     rows, cols = x.shape
@@ -102,6 +141,20 @@ def hoist_row_constants(source: str) -> str:
     rest = [line for line in lines if line not in column_loads]
     first_load = next(i for i, line in enumerate(rest) if "tl.load(" in line)
     return "\n".join(rest[: first_load + 1] + column_loads + rest[first_load + 1 :]) + "\n"
+
+
+def eviction_hints(source: str, store: str = "") -> str:
+    """Loads of whole rows stream through L2 (evict_first); loads by column only (weight, bias) stay
+    (evict_last); `store` adds a cache modifier to the output's store."""
+    lines = []
+    for line in source.splitlines():
+        if "tl.load(" in line:
+            policy = "evict_last" if re.search(r"tl\.load\(in\d+_ptr \+ c1 \* ", line) else "evict_first"
+            line = line.replace("mask=mask)", f"mask=mask, eviction_policy='{policy}')")
+        if "tl.store(" in line and store:
+            line = line.replace("mask=mask)", f"mask=mask, cache_modifier='{store}')")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def constexpr_cols(source: str) -> str:
@@ -137,6 +190,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16384)
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--only", default="", help="a regular expression: time only the variants it finds")
     args = parser.parse_args()
     torch.manual_seed(0)
     shape, bf16 = (args.rows, args.cols), torch.bfloat16
@@ -153,29 +207,41 @@ def main() -> None:
         "hoisted": hoist_row_constants(generated),
         "constexpr_cols": constexpr_cols(generated),
         "hoisted_constexpr_cols": constexpr_cols(hoist_row_constants(generated)),
+        "evict_hints": eviction_hints(generated),
+        "evict_hints_cs_store": eviction_hints(generated, store=".cs"),
+        "hoisted_evict_hints": eviction_hints(hoist_row_constants(generated)),
     }
+    sources = {name: source for name, source in sources.items() if re.search(args.only, name)}
     out = torch.empty_like(expected)
     tensors = {"in0": x, "in1": r, "in2": w, "in3": b}
     calls = {"inductor": (lambda f: lambda: f(x, r, w, b))(torch.compile(add_layer_norm, dynamic=False))}
+
+    def register(name: str, call) -> None:
+        out.zero_()
+        call()
+        error = (out.float() - expected.float()).abs().max().item()
+        print(f"{name}: max |error| against eager {error:.4f}")
+        calls[name] = call
+
     for name, source in sources.items():
         kernel = load(source, name, folder)
         for warps in (8, 16):
-            call = launcher(kernel, tensors, out, warps, args.cols)
-            out.zero_()
-            call()
-            error = (out.float() - expected.float()).abs().max().item()
-            print(f"{name} {warps} warps: max |error| against eager {error:.4f}")
-            calls[f"{name}/{warps}w"] = call
+            register(f"{name}/{warps}w", launcher(kernel, tensors, out, warps, args.cols))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for per_sm in (2, 4, 8):
+        for warps in (8, 16):
+            for hints in (False, True):
+                name = f"grid_stride/{per_sm}x{sms}/{warps}w{'/hints' if hints else ''}"
+                if not re.search(args.only, name):
+                    continue
+                register(name, grid_stride_call(x, r, w, b, out, per_sm * sms, warps, hints))
     for rblock in (1024, 2048, 4096):
         for warps in (8, 16):
             for hints in (False, True):
-                call = welford_call(x, r, w, b, out, rblock, warps, hints)
-                out.zero_()
-                call()
-                error = (out.float() - expected.float()).abs().max().item()
                 name = f"welford/{rblock}/{warps}w{'/hints' if hints else ''}"
-                print(f"{name}: max |error| against eager {error:.4f}")
-                calls[name] = call
+                if not re.search(args.only, name):
+                    continue
+                register(name, welford_call(x, r, w, b, out, rblock, warps, hints))
     rounds: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.repeats):
         for name, call in calls.items():
