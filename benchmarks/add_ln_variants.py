@@ -6,7 +6,7 @@ reductions, an L2 round trip each row waits for); the row length as a constexpr 
 at 8 and 16 warps. And a looped kernel written here, the default backend's schedule: one pass of
 Welford over the row in column blocks, then a second pass that reads the row again (from L2) to
 normalize it, with and without L2 eviction hints (keep the row on the first read, drop it on the second).
-Eviction hints on the generated kernel (rows streamed, weight and bias kept; the store ± streaming). A
+Cache and eviction hints on the generated kernel's loads of rows, of weight and bias, and on its store. A
 grid-stride kernel: a fixed grid of 2-8 programs an SM, each loading weight and bias once and walking rows.
 
     python benchmarks/add_ln_variants.py [--rows 16384 --cols 4096 --repeats 7 --only REGEX]
@@ -150,18 +150,16 @@ def hoist_row_constants(source: str) -> str:
     return "\n".join(rest[: first_load + 1] + column_loads + rest[first_load + 1 :]) + "\n"
 
 
-def eviction_hints(
-    source: str, rows: str = "evict_first", columns: str = "evict_last", store: str = ""
-) -> str:
-    """L2 eviction policies on the loads of whole rows and of columns only (weight, bias); `store`
-    adds an eviction policy to the output's store."""
+def access_hints(source: str, rows: str = "", columns: str = "", store: str = "") -> str:
+    """Keyword arguments (cache and L2 eviction hints) added to the loads of whole rows, to the loads
+    of columns only (weight, bias) and to the output's store."""
     lines = []
     for line in source.splitlines():
         if "tl.load(" in line:
-            policy = columns if re.search(r"tl\.load\(in\d+_ptr \+ c1 \* ", line) else rows
-            line = line.replace("mask=mask)", f"mask=mask, eviction_policy='{policy}')")
+            extra = columns if re.search(r"tl\.load\(in\d+_ptr \+ c1 \* ", line) else rows
+            line = line.replace("mask=mask)", f"mask=mask, {extra})") if extra else line
         if "tl.store(" in line and store:
-            line = line.replace("mask=mask)", f"mask=mask, eviction_policy='{store}')")
+            line = line.replace("mask=mask)", f"mask=mask, {store})")
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -199,6 +197,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16384)
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--warps", type=int, nargs="+", default=[8, 16], help="the generated kernel's warps")
     parser.add_argument("--only", default="", help="a regular expression: time only the variants it finds")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -211,18 +210,22 @@ def main() -> None:
     expected = add_layer_norm(x, r, w, b)
     generated = generated_source(x, r, w, b).read_text()
     folder = Path(tempfile.mkdtemp())
+    first, last = "eviction_policy='evict_first'", "eviction_policy='evict_last'"
     sources = {
         "generated": generated,
         "hoisted": hoist_row_constants(generated),
         "constexpr_cols": constexpr_cols(generated),
         "hoisted_constexpr_cols": constexpr_cols(hoist_row_constants(generated)),
-        "evict_hints": eviction_hints(generated),
-        "rows_evict_last": eviction_hints(generated, rows="evict_last", columns=""),
-        "rows_evict_last_store_first": eviction_hints(
-            generated, rows="evict_last", columns="", store="evict_first"
-        ),
-        "store_evict_first": eviction_hints(generated, rows="", columns="", store="evict_first"),
-        "hoisted_evict_hints": eviction_hints(hoist_row_constants(generated)),
+        "rows_first_columns_last": access_hints(generated, first, last),
+        "rows_last": access_hints(generated, last),
+        "rows_last_columns_last": access_hints(generated, last, last),
+        "rows_last_store_first": access_hints(generated, last, store=first),
+        "rows_last_store_last": access_hints(generated, last, store=last),
+        "rows_last_cg": access_hints(generated, f"{last}, cache_modifier='.cg'"),
+        "rows_cg": access_hints(generated, "cache_modifier='.cg'"),
+        "rows_last_hoisted": access_hints(hoist_row_constants(generated), last),
+        "rows_last_constexpr_cols": constexpr_cols(access_hints(generated, last)),
+        "store_first": access_hints(generated, store=first),
     }
     sources = {name: source for name, source in sources.items() if re.search(args.only, name)}
     out = torch.empty_like(expected)
@@ -243,7 +246,7 @@ def main() -> None:
 
     for name, source in sources.items():
         kernel = load(source, name, folder)
-        for warps in (8, 16, 32):
+        for warps in args.warps:
             register(f"{name}/{warps}w", launcher(kernel, tensors, out, warps, args.cols))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for per_sm in (2, 4, 8):
