@@ -221,7 +221,6 @@ def main() -> None:
         "rows_last_columns_last": access_hints(generated, last, last),
         "rows_last_store_first": access_hints(generated, last, store=first),
         "rows_last_store_last": access_hints(generated, last, store=last),
-        "rows_last_cg": access_hints(generated, f"{last}, cache_modifier='.cg'"),
         "rows_cg": access_hints(generated, "cache_modifier='.cg'"),
         "rows_last_hoisted": access_hints(hoist_row_constants(generated), last),
         "rows_last_constexpr_cols": constexpr_cols(access_hints(generated, last)),
