@@ -199,6 +199,10 @@ class Builder:
     def mask_for(self, level: int) -> str:
         return ", mask=mask" if level > 0 else ""
 
+    def load_hints(self, level: int) -> str:
+        """Cache hints for a load at `level` (none in a pointwise kernel)."""
+        return ""
+
     def domain_index(self) -> Index:
         """One index per output dimension (size-1 dimensions read index 0)."""
         return tuple("0" if same(size, 1) else f"i{d}" for d, size in enumerate(self.kernel.shape))
@@ -242,7 +246,8 @@ class Builder:
             pointer, None if flat else index, value.shape, lambda d: Arg("stride", node, d)
         )
         held = value_dtype(value.dtype)
-        loaded = f"tl.load({address}{self.mask_for(self.level(address))})"
+        level = self.level(address)
+        loaded = f"tl.load({address}{self.mask_for(level)}{self.load_hints(level)})"
         return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
 
     def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:

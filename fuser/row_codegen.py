@@ -138,6 +138,12 @@ class RowBuilder(Builder):
     def mask_for(self, level: int) -> str:
         return {0: "", 1: ", mask=row_mask", 2: ", mask=mask"}[level]
 
+    def load_hints(self, level: int) -> str:
+        # A persistent kernel reads each element of its rows once, yet asking L2 to keep those lines
+        # (evict_last) measured faster on the H100: add + layer_norm 1.009x -> 1.000-1.002x the default
+        # backend, where evict_first made it 1.03-1.04x (docs/gpu-runs.md, benchmarks/add_ln_variants.py).
+        return ", eviction_policy='evict_last'" if self.persistent and level == 2 else ""
+
     @contextmanager
     def columns(self):
         """A phase over the columns: a loop in the looped variant; level-2 values die with it."""

@@ -41,7 +41,7 @@ GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
-GPU_ELEMENTS_PER_WARP = 512  # a row kernel gets one warp per this many block elements (4 to 16 warps)
+GPU_ELEMENTS_PER_WARP = 256  # a row kernel gets one warp per this many block elements (4 to 16 warps)
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 

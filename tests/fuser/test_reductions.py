@@ -123,6 +123,15 @@ def test_a_row_of_a_million_elements_uses_the_looped_kernel(device):
     assert "looped kernel" in report.sources[0]
 
 
+def test_only_persistent_row_kernels_ask_l2_to_keep_their_rows(device):
+    x = torch.randn(3, 1000, device=device)
+    persistent = explain_and_check(softmax, x, atol=1e-6, rtol=1e-4).sources[0]
+    loads = [line for line in persistent.splitlines() if "tl.load(" in line]
+    assert loads and all("eviction_policy='evict_last'" in line for line in loads)
+    looped = explain_and_check(softmax, torch.randn(1, 2**20, device=device), atol=1e-6, rtol=1e-4).sources[0]
+    assert "looped kernel" in looped and "eviction_policy" not in looped
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = explain_and_check(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
