@@ -61,6 +61,7 @@ class KernelSource:
     # "split_combine" (reduces the slices' partial results and finishes the row).
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
+    row_inputs: int = 0  # a row kernel's inputs read whole, every row and column (its load on memory)
 
 
 def _is_dense(shape, strides) -> bool:
@@ -170,6 +171,7 @@ class Builder:
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
         self.levels: dict[str, int] = {}
+        self.row_inputs: set[fx.Node] = set()  # counted by row kernels
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -436,4 +438,5 @@ def package(builder: Builder, kind: str, contiguous_rows: bool = False) -> Kerne
         flat_inputs=tuple(builder.flat_inputs),
         kind=kind,
         contiguous_rows=contiguous_rows,
+        row_inputs=len(builder.row_inputs),
     )

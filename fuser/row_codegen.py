@@ -138,6 +138,15 @@ class RowBuilder(Builder):
     def mask_for(self, level: int) -> str:
         return {0: "", 1: ", mask=row_mask", 2: ", mask=mask"}[level]
 
+    def load(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        loaded = super().load(node, index)
+        space_numel = 1
+        for size in self.space.shape:
+            space_numel = space_numel * size
+        if self.levels[loaded[0]] == 2 and same(meta(node).numel(), space_numel):
+            self.row_inputs.add(node)
+        return loaded
+
     def load_hints(self, level: int) -> str:
         # A persistent kernel reads each element of its rows once, yet asking L2 to keep those lines
         # (evict_last) measured faster on the H100: add + layer_norm 1.009x -> 1.000-1.002x the default

@@ -41,7 +41,10 @@ GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
-GPU_ELEMENTS_PER_WARP = 256  # a row kernel gets one warp per this many block elements (4 to 16 warps)
+# A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
+# on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
+# (two) at 16 (docs/gpu-runs.md).
+GPU_ELEMENTS_PER_WARP = 512
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 
@@ -180,7 +183,10 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
         xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
     rblock = whole_row if persistent else rblock
-    warps = min(16, max(4, xblock * rblock // GPU_ELEMENTS_PER_WARP))
+    held = xblock * rblock
+    if persistent and variants[0].contiguous_rows:
+        held *= max(1, variants[0].row_inputs)
+    warps = min(16, max(4, held // GPU_ELEMENTS_PER_WARP))
     programs = triton.cdiv(rows, xblock)
     if len(variants) > 2 and not persistent and programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS:
         splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))

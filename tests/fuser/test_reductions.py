@@ -132,6 +132,25 @@ def test_only_persistent_row_kernels_ask_l2_to_keep_their_rows(device):
     assert "looped kernel" in looped and "eviction_policy" not in looped
 
 
+@pytest.mark.parametrize(
+    ("program", "whole_inputs", "gpu_warps"),
+    [(softmax, 1, 8), (rms_norm, 1, 8), (add_layer_norm, 2, 16)],
+    ids=["softmax", "rms_norm", "add_layer_norm"],
+)
+def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole_inputs, gpu_warps):
+    # bf16 16384x4096 on the H100: softmax and rms_norm fastest at 8 warps, add + layer_norm at 16.
+    x, r, w = (
+        torch.randn(4, 4096, device=device),
+        torch.randn(4, 4096, device=device),
+        torch.randn(4096, device=device),
+    )
+    args = {softmax: (x,), rms_norm: (x, w), add_layer_norm: (x, r, w, w)}[program]
+    (kernel,) = explain_and_check(program, *args, atol=1e-5, rtol=1e-4).kernels
+    assert kernel.row_inputs == whole_inputs
+    config = fuser.runtime.choose_config([kernel], {"num_rows": 16384, "num_cols": 4096}, interpreted=False)
+    assert config.warps == gpu_warps
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = explain_and_check(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
