@@ -186,7 +186,7 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     held = xblock * rblock
     if persistent and variants[0].contiguous_rows:
         held *= max(1, variants[0].row_inputs)
-    warps = min(16, max(4, held // GPU_ELEMENTS_PER_WARP))
+    warps = min(16, max(4, _pow2(held // GPU_ELEMENTS_PER_WARP)))  # Triton takes powers of two
     programs = triton.cdiv(rows, xblock)
     if len(variants) > 2 and not persistent and programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS:
         splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))
