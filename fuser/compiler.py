@@ -13,8 +13,8 @@ from torch import fx
 from fuser import metrics
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
-from fuser.partition import Kernel, partition
-from fuser.row_codegen import RowBuilder, contiguous_rows, splittable
+from fuser.partition import Kernel, Plan, partition
+from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable
 from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
@@ -99,6 +99,30 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     return variants
 
 
+def plan_and_generate(graph: fx.Graph, options: Options, bound: set) -> tuple[Plan, dict[int, object]]:
+    """Partition `graph` and generate each kernel whose sizes `bound` symbols cover: by id(kernel), its
+    variants or the exception its generation raised. A kernel that reads one of its reductions at
+    another row (a slice of a row max, say) cannot hold it: partition again with that reduction stored
+    by its own kernel, until every such read goes through memory."""
+    stored: set[fx.Node] = set()
+    while True:
+        plan = partition(graph, fuse=options.fuse, stored=frozenset(stored))
+        generated: dict[int, object] = {}
+        for step in plan.steps:
+            if isinstance(step, Kernel) and kernel_symbols(step) <= bound:
+                try:
+                    generated[id(step)] = generate(step)
+                except ReadAtAnotherRow as error:
+                    if error.node not in stored:
+                        stored.add(error.node)
+                        break
+                    generated[id(step)] = error  # stored, yet still read in-kernel: a bug, not a retry
+                except Exception as error:
+                    generated[id(step)] = error
+        else:
+            return plan, generated
+
+
 # A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo
 # is compiling: Dynamo must not trace the compiler itself.
 @torch.compiler.disable
@@ -107,12 +131,12 @@ def compile_graph(
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = graph_module.graph
-    plan = partition(graph, fuse=options.fuse)
+    binder = SizeBinder(graph)
+    plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
     slots = {node: i for i, node in enumerate(graph.nodes)}
-    binder = SizeBinder(graph)
     steps, reads, sources = [], [], []
     for step in plan.steps:
         if isinstance(step, fx.Node):
@@ -131,11 +155,11 @@ def compile_graph(
             steps.append(fallback)
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
-        try:
-            variants = generate(step)
-        except Exception as error:
+        variants = generated[id(step)]
+        if isinstance(variants, Exception):
+            error = variants
             if options.strict:
-                raise
+                raise error
             log.warning(
                 "codegen failed for %s (%s: %s); they run eagerly",
                 _names(step),

@@ -194,7 +194,9 @@ def _fits(kernel: Kernel, space: Space | None, shape) -> bool:
     return same_shape(kernel.shape, shape)
 
 
-def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> list[Kernel]:
+def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool, stored: frozenset) -> list[Kernel]:
+    """Kernels of the materialized nodes, in graph order; with `share`, a node joins the first kernel
+    it fits that it does not depend on. A member in `stored` is loaded, never inlined, by the others."""
     kernels: list[Kernel] = []
     reads: dict[fx.Node, set[fx.Node]] = {}  # each member -> what its kernel loads so far (shared)
     for node in graph.nodes:
@@ -205,7 +207,7 @@ def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> lis
         for kernel in kernels if share else ():
             if kernel.device != value.device or not _fits(kernel, space, value.shape):
                 continue
-            _, leaves = _cone(node, set(kernel.members), fusible, materialized)
+            _, leaves = _cone(node, set(kernel.members) - stored, fusible, materialized)
             if not _reaches(leaves, set(kernel.members), reads):
                 kernel.members.append(node)
                 loads = reads[kernel.members[0]]
@@ -223,7 +225,7 @@ def _group(graph: fx.Graph, fusible: set, materialized: set, share: bool) -> lis
         members = set(kernel.members)
         computed, leaves = set(members), set()
         for member in kernel.members:
-            inner, member_leaves = _cone(member, members, fusible, materialized)
+            inner, member_leaves = _cone(member, members - stored, fusible, materialized)
             computed |= inner
             leaves |= member_leaves
         kernel.computed = sorted(computed, key=order.__getitem__)
@@ -268,13 +270,15 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
     return scheduled
 
 
-def partition(graph: fx.Graph, fuse: bool = True) -> Plan:
-    """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel."""
+def partition(graph: fx.Graph, fuse: bool = True, stored: frozenset[fx.Node] = frozenset()) -> Plan:
+    """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel.
+    Nodes in `stored` end their kernel: it stores them, and their consumers load them."""
     fallbacks: list[tuple[fx.Node, str]] = []
     fusible = _fusible_nodes(graph, fallbacks)
     if not fuse:
         fusible = {n for n in fusible if not _is_view(n)}
     materialized = _settle_views(graph, fusible) if fuse else set(fusible)
+    materialized |= stored & fusible
     _settle_reductions(graph, fusible, materialized)
-    kernels = _group(graph, fusible, materialized, share=fuse)
+    kernels = _group(graph, fusible, materialized, share=fuse, stored=stored)
     return Plan(_schedule(graph, kernels, fusible), fallbacks)

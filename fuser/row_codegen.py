@@ -104,6 +104,15 @@ def splittable(kernel: Kernel) -> bool:
     return True
 
 
+class ReadAtAnotherRow(NotImplementedError):
+    """A kernel reads a reduction it computes at another row than the one it is reducing (a view such
+    as a slice or a flip of the reduced values): the reduction must be stored by its own kernel."""
+
+    def __init__(self, node: fx.Node, index: Index):
+        super().__init__(f"{node.name} is read at {index}, not at its own row")
+        self.node = node
+
+
 class RowBuilder(Builder):
     def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None):
         super().__init__(kernel)
@@ -186,7 +195,7 @@ class RowBuilder(Builder):
         if not space_of(node).same_as(self.space):
             raise NotImplementedError(f"{node.name} reduces in another space than its kernel")
         if index != self.row_index(meta(node).shape):
-            raise NotImplementedError(f"{node.name} is read at {index}, not at its own row")
+            raise ReadAtAnotherRow(node, index)
         op = REDUCTION_BY_OVERLOAD[node.target]
         out = meta(node)
         source = reduction_input(node)

@@ -151,6 +151,20 @@ def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole
     assert config.warps == gpu_warps
 
 
+@pytest.mark.parametrize(
+    "view", [lambda m: m[-4:], lambda m: m.narrow(0, 0, 4)], ids=["negative_start_slice", "narrow"]
+)
+def test_a_reduction_read_through_a_slice_goes_through_memory(device, view):
+    # The slice's start is a kernel argument, so the kernel cannot tell that output row i reads the row
+    # max of row i: the max is stored by its own kernel and the slice's kernel loads it (before, the
+    # kernel failed to generate: NotImplementedError, or an eager fallback outside strict mode).
+    x = torch.randn(4, 300, device=device)
+    program = lambda t: view(t.amax(-1)) * 2  # noqa: E731
+    report = fuser.explain(program, x, fuser_options={"strict": True})
+    torch.testing.assert_close(report.result, program(x))
+    assert report.num_kernels == 2 and report.fallbacks == []
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = explain_and_check(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
