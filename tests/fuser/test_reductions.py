@@ -210,6 +210,17 @@ def test_reductions_over_zero_size_dims_give_eagers_identity(device):
     explain_and_check(lambda t: (t.sum(1), t.prod(1), (t > 0).any(1), (t > 0).all(1)), x)
 
 
+def test_no_rows_of_long_rows_reduce_to_an_empty_result(device):
+    # Zero rows of 20000 columns: a looped kernel with no programs, whose split-reduction sizing divided
+    # by the zero program count (ZeroDivisionError).
+    x = torch.randn(0, 20000, device=device)
+    program = lambda t: (t.sum(1), t.amax(1))  # noqa: E731
+    report = fuser.explain(program, x, fuser_options={"strict": True})
+    for got, expected in zip(report.result, program(x), strict=True):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert report.fallbacks == []
+
+
 def test_out_of_range_reduction_dims_raise_eagers_error(device):
     x = torch.randn(4, 5, device=device)
     with pytest.raises(IndexError):
