@@ -188,7 +188,12 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         held *= max(1, variants[0].row_inputs)
     warps = min(16, max(4, _pow2(held // GPU_ELEMENTS_PER_WARP)))  # Triton takes powers of two
     programs = triton.cdiv(rows, xblock)
-    if len(variants) > 2 and not persistent and 0 < programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS:
+    if (
+        len(variants) > 2
+        and not persistent
+        and 0 < programs < SPLIT_BELOW_PROGRAMS
+        and cols >= SPLIT_MIN_COLS
+    ):
         splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))
         split_size = triton.cdiv(triton.cdiv(cols, splits), rblock) * rblock
         splits = triton.cdiv(cols, split_size)
