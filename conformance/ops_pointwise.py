@@ -74,7 +74,7 @@ UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
 }
 NOT_DIFFERENTIABLE = {"nextafter", "floor_divide", "lift_fresh_copy", "full_like", "_to_copy"}
 NOT_DIFFERENTIABLE |= {"convert_element_type", "div"}  # prims.div has no autograd formula
-# Pointwise ops that only appear in backward graphs (AOTAutograd emits them; the fuser decomposes them).
+# Pointwise ops that only appear in backward graphs (AOTAutograd emits them; a backend may lower or decompose them).
 BACKWARD_OPS = (
     "gelu_backward",
     "silu_backward",
@@ -142,6 +142,8 @@ def _inplace_twin(overload: torch._ops.OpOverload) -> torch._ops.OpOverload | No
 def pointwise_specs() -> list[OpSpec]:
     specs = []
     for overload in POINTWISE_BY_OVERLOAD:
+        if overload._schema.name.split("::")[1] in BACKWARD_OPS:
+            continue  # specified below, as the backward op it is
         specs.append(_derived(overload))
         if _inplace_twin(overload) is not None:
             specs.append(_derived(overload, inplace=True))

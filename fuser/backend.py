@@ -39,7 +39,6 @@ COMPOSITES = [
     aten.silu_backward,
     aten.sigmoid_backward,
     aten.tanh_backward,
-    aten.threshold_backward,
     aten.var_mean.correction,
     aten.var.correction,
     aten.std.correction,

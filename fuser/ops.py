@@ -166,6 +166,21 @@ def _addcmul(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype, device:
     return f"{x} + ({scalar} * {a}) * {b}"  # integers wrap the same either way
 
 
+def _threshold_bound(threshold: str, out_dtype: torch.dtype, device: str) -> str:
+    # ATen's CPU threshold kernel compares a half tensor, widened, against the float32 bound; its CUDA
+    # kernel first rounds the bound to the tensor's dtype. In bfloat16 0.1 rounds to 0.10009765625, which
+    # passes a bound of 0.1 on CPU and not on CUDA.
+    return _half_scalar(threshold, out_dtype) if device == "cuda" else threshold
+
+
+def _threshold(x: str, threshold: str, value: str, *, out_dtype: torch.dtype, device: str) -> str:
+    return f"tl.where({x} <= {_threshold_bound(threshold, out_dtype, device)}, {value}, {x})"
+
+
+def _threshold_backward(grad: str, x: str, threshold: str, *, out_dtype: torch.dtype, device: str) -> str:
+    return f"tl.where({x} <= {_threshold_bound(threshold, out_dtype, device)}, 0, {grad})"
+
+
 def _addcdiv(x: str, a: str, b: str, value=1, *, out_dtype: torch.dtype) -> str:
     # ATen: self + value * tensor1 / tensor2, left to right.
     return f"{x} + ({_scalar(value, out_dtype)} * {a}) / {b}"
@@ -393,7 +408,17 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         "threshold",
         "default",
         (("self", Typing.OUT), ("threshold", Typing.OUT), ("value", Typing.OUT)),
-        lambda x, t, v: f"tl.where({x} <= {t}, {v}, {x})",
+        _threshold,
+        wants_out_dtype=True,
+        wants_device=True,
+    ),
+    _op(
+        "threshold_backward",
+        "default",
+        (("grad_output", Typing.OUT), ("self", Typing.OUT), ("threshold", Typing.OUT)),
+        _threshold_backward,
+        wants_out_dtype=True,
+        wants_device=True,
     ),
     _op(
         "logit",

@@ -222,3 +222,17 @@ def test_layer_norm_over_zero_elements_has_eagers_zero_mean(device):
     got = fuser.compile(lambda x: op(x, [0], None, None, 1e-5), strict=True)(x)
     for fused, eager in zip(got, op(x, [0], None, None, 1e-5), strict=True):
         torch.testing.assert_close(fused, eager, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_threshold_bounds_compare_as_the_devices_kernels_do(dtype, device):
+    # 0.1 rounds up in both half types: eager's CPU kernel compares against the float32 bound (the rounded
+    # value passes), its CUDA kernel against the rounded bound (it does not). relu's backward is
+    # threshold_backward; the graph used to decompose it into a comparison that rounds on both devices.
+    x = torch.tensor([0.1, -0.1, 0.0, 0.5, float("nan")], dtype=dtype, device=device)
+    grad = torch.tensor([3.0, 4.0, 5.0, 6.0, 7.0], dtype=dtype, device=device)
+    aten = torch.ops.aten
+    program = lambda g, t: (aten.threshold_backward(g, t, 0.1), aten.threshold(t, 0.1, 9.0))  # noqa: E731
+    got = fuser.compile(program, strict=True)(grad, x)
+    for g, e in zip(got, program(grad, x), strict=True):
+        torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True)
