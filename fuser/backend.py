@@ -75,10 +75,17 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return out, mean, rstd
 
 
+# Ops left to eager whole, not decomposed: the fuser lowers none of their parts that matter, and their
+# decompositions compute differently. index_add's multiplies source by alpha before index_put accumulates
+# (2 * 3.4e38 overflows, and -inf + inf is nan), where ATen's kernel fuses the multiply into the add.
+EAGER_WHOLE = [aten.index_add.default]
+
+
 @functools.cache
 def decomposition_table() -> dict:
-    """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole."""
-    lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD}
+    """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole or leaves
+    to eager whole (`EAGER_WHOLE`)."""
+    lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD, *EAGER_WHOLE}
     table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim

@@ -30,6 +30,19 @@ def test_an_unlowered_op_runs_eager_between_kernels_with_a_logged_reason(caplog,
     torch.testing.assert_close(report.result, program(x))
 
 
+def test_index_add_runs_eager_whole_so_alpha_fuses_into_the_add_as_in_eager(device):
+    # The stock decomposition multiplies by alpha first: 2 * 3.4e38 overflows, and -inf + inf is nan
+    # where eager's fused multiply-add gives -inf.
+    # (Rows of 8: eager's CPU kernel fuses the multiply on its vectorized path, not for 1-D tensors.)
+    x = torch.full((2, 8), 3.0, device=device)
+    source = torch.stack([torch.full((8,), value, device=device) for value in (-float("inf"), 3.4e38, 0.5)])
+    index = torch.tensor([0, 0, 1], device=device)
+    program = lambda a, i, s: torch.index_add(a, 0, i, s, alpha=2)  # noqa: E731
+    report = fuser.explain(program, x, index, source)
+    assert report.eager_calls == ["aten.index_add.default"] and report.num_kernels == 0
+    torch.testing.assert_close(report.result, program(x, index, source), equal_nan=True)
+
+
 def test_complex_tensors_run_eager_with_the_dtype_named(caplog, device):
     def program(z):
         return z * 2.0 + 1.0
