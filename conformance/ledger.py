@@ -18,6 +18,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from conformance.caseid import BACKENDS, CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
+from conformance.tiers import TIER_NAMES
 
 DEFAULT_PATH = Path(__file__).with_name("expected_failures.toml")
 ANY = "*"
@@ -28,6 +29,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "dtype": DTYPES,
     "direction": DIRECTIONS,
     "context": CONTEXTS,
+    "tier": TIER_NAMES,  # optional, default any: a case that fails on the full tier's samples only
 }
 MODULE_CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 
@@ -56,7 +58,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
         ),
         **{
             field: _scope({"enum": list(SCOPES[field])})
-            for field in ("device", "dtype", "direction", "context")
+            for field in ("device", "dtype", "direction", "context", "tier")
         },
         "reason": {"type": "string", "pattern": r"\S"},
     },
@@ -106,6 +108,7 @@ class Entry:
     directions: tuple[str, ...]
     contexts: tuple[str, ...]
     reason: str
+    tiers: tuple[str, ...] = (ANY,)
 
     def covers(self, backend: str, device: str) -> bool:
         """Whether the entry applies to runs of this backend on this device."""
@@ -114,8 +117,11 @@ class Entry:
             for names, value in ((self.backends, backend), (self.devices, device))
         )
 
-    def matches(self, key: CaseKey) -> bool:
+    def matches(self, key: CaseKey, tier: str | None = None) -> bool:
+        """Whether the entry expects `key` to fail in `tier` (None: in some tier)."""
         scopes = ((self.dtypes, key.dtype), (self.directions, key.direction), (self.contexts, key.context))
+        if tier is not None:
+            scopes += ((self.tiers, tier),)
         return (
             key.op == self.op
             and self.covers(key.backend, key.device)
@@ -153,19 +159,20 @@ class Ledger:
                 )
             else:
                 scopes = (_names(raw[field]) for field in ("backend", "device", "dtype", "direction"))
-                entries.append(Entry(op, *scopes, _names(raw.get("context", ANY)), raw["reason"].strip()))
+                context, tiers = _names(raw.get("context", ANY)), _names(raw.get("tier", ANY))
+                entries.append(Entry(op, *scopes, context, raw["reason"].strip(), tiers))
         if problems:
             raise LedgerError("\n".join(problems))
         return cls(path, tuple(entries))
 
-    def match(self, key: CaseKey) -> Entry | None:
-        """The first entry that matches the case, if any."""
-        return next((entry for entry in self.entries if entry.matches(key)), None)
+    def match(self, key: CaseKey, tier: str | None = None) -> Entry | None:
+        """The first entry that expects the case to fail (in `tier`, where given), if any."""
+        return next((entry for entry in self.entries if entry.matches(key, tier)), None)
 
     def unused(self, keys: Iterable[CaseKey], backend: str, device: str) -> list[Entry]:
         """Entries that cover this backend and device but are the match of none of `keys`.
 
         An entry shadowed by an earlier one is unused too. Pass every case of the run: on a subset
         (`pytest -k`) entries for the cases left out are reported."""
-        used = {id(self.match(key)) for key in keys}
+        used = {id(self.match(key, tier)) for key in keys for tier in TIER_NAMES}
         return [entry for entry in self.entries if entry.covers(backend, device) and id(entry) not in used]

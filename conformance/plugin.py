@@ -155,7 +155,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 continue
             if chosen.directions and key.direction not in chosen.directions:
                 continue
-            entry = ledger.match(key)
+            entry = ledger.match(key, chosen.tier)
             marks = (
                 [pytest.mark.xfail(reason=entry.reason, strict=True, raises=AssertionError)] if entry else []
             )

@@ -2,11 +2,13 @@
 
     python tools/ledger_from_report.py reports/conformance/conformance-fuser-cpu.json >> conformance/expected_failures.toml
     python tools/ledger_from_report.py REPORT --reasons causes.toml   # reasons by op, cases grouped
+    python tools/ledger_from_report.py REPORT --this-tier   # scoped to the report's tier (`tier = "full"`)
 
 Each failing case's reason is its failure's own first finding (what differed, where), marked as an open
 bug of the backend, or, with --reasons (a TOML table: op = "reason"), its op's reason there. The cases of
 one op, dtype and direction that share a reason become one entry listing their contexts (exactly the
-contexts that failed, so none passes as an XPASS).
+contexts that failed, so none passes as an XPASS). --this-tier scopes each entry to the report's tier:
+for failures the full tier's samples find and the quick tier's pass (unscoped, they would XPASS there).
 Review the diff before committing.
 """
 
@@ -48,6 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", help="conformance-<backend>-<device>.json")
     parser.add_argument("--reasons", help="TOML: op = 'reason' for the ops whose cause is known")
+    parser.add_argument("--this-tier", action="store_true", help="scope each entry to the report's tier")
     args = parser.parse_args()
     with open(args.report) as file:
         report = json.load(file)
@@ -60,6 +63,8 @@ def main() -> None:
         for field in ("op", "backend", "device", "dtype", "direction", "context", "reason"):
             value = entry[field]
             print(f"{field} = {json.dumps(value[0] if field == 'context' and len(value) == 1 else value)}")
+        if args.this_tier:
+            print(f"tier = {json.dumps(report['meta']['tier'])}")
 
 
 if __name__ == "__main__":

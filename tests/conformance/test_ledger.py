@@ -207,3 +207,30 @@ def test_an_entry_shadowed_by_an_earlier_one_is_unused(tmp_path):
     ledger = load(tmp_path, ENTRY + ENTRY.replace("Inductor rounds through float32", "shadowed"))
     run = [key(dtype="float16"), key(dtype="bfloat16")]
     assert [entry.reason for entry in ledger.unused(run, "inductor", "cpu")] == ["shadowed"]
+
+
+def test_a_tier_scope_expects_the_failure_only_on_that_tiers_samples(tmp_path):
+    ledger = load(tmp_path, ENTRY + 'tier = "full"\n')
+    case = key(dtype="float16")
+    assert ledger.match(case, "full") is ledger.entries[0]
+    assert ledger.match(case, "quick") is None  # the quick tier's samples pass: no strict xfail there
+    assert ledger.unused([case], "inductor", "cpu") == []
+
+
+def test_an_entry_without_a_tier_applies_to_every_tier(tmp_path):
+    ledger = load(tmp_path, ENTRY)
+    for tier in ("quick", "full"):
+        assert ledger.match(key(dtype="float16"), tier) is ledger.entries[0]
+
+
+def test_an_unknown_tier_is_named(tmp_path):
+    message = error_of(tmp_path, ENTRY + 'tier = "nightly"\n')
+    assert "tier: 'nightly' is not '*' or one of quick, full" in message
+
+
+def test_a_later_entry_for_another_tier_is_not_shadowed(tmp_path):
+    quick = ENTRY + 'tier = "quick"\n'
+    full = ENTRY.replace("Inductor rounds through float32", "full only") + 'tier = "full"\n'
+    ledger = load(tmp_path, quick + full)
+    assert ledger.match(key(dtype="float16"), "full").reason == "full only"
+    assert ledger.unused([key(dtype="float16"), key(dtype="bfloat16")], "inductor", "cpu") == []

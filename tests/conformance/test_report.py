@@ -227,3 +227,19 @@ def test_ledger_entries_drafted_with_reasons_cover_exactly_the_failures(tmp_path
         assert (ledger.match(case.key) is not None) == (case.outcome == "failed"), case.key
     assert ledger.match(run[0].key).reason == "a known cause, with 'quotes'"
     assert ledger.match(run[4].key).reason.startswith("open bug found by the suite: gradients: z")
+
+
+def test_ledger_entries_drafted_for_this_tier_expect_the_failure_only_there(tmp_path):
+    from conformance.ledger import Ledger
+
+    run = [result("aten.add.Tensor", "float16", "failed", message="output: x")]
+    report, _ = write(run, META | {"tier": "full"}, tmp_path / "report")
+    script = Path(__file__).parents[2] / "tools" / "ledger_from_report.py"
+    drafted = subprocess.run(
+        [sys.executable, script, report, "--this-tier"], capture_output=True, text=True, check=True
+    ).stdout
+    ledger_path = tmp_path / "ledger.toml"
+    ledger_path.write_text(drafted)
+    ledger = Ledger.load(ledger_path)
+    assert ledger.match(run[0].key, "full") is not None
+    assert ledger.match(run[0].key, "quick") is None
