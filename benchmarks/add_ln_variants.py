@@ -15,7 +15,9 @@ grid-stride kernel: a fixed grid of 2-8 programs an SM, each loading weight and 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
+import itertools
 import os
 import re
 import statistics
@@ -226,12 +228,13 @@ def main() -> None:
         "rows_last_constexpr_cols": constexpr_cols(access_hints(generated, last)),
         "store_first": access_hints(generated, store=first),
     }
-    sources = {name: source for name, source in sources.items() if re.search(args.only, name)}
     out = torch.empty_like(expected)
     tensors = {"in0": x, "in1": r, "in2": w, "in3": b}
     calls = {"inductor": (lambda f: lambda: f(x, r, w, b))(torch.compile(add_layer_norm, dynamic=False))}
 
     def register(name: str, call) -> None:
+        if not re.search(args.only, name):
+            return
         out.zero_()
         call()
         error = (out.float() - expected.float()).abs().max().item()
@@ -248,20 +251,15 @@ def main() -> None:
         for warps in args.warps:
             register(f"{name}/{warps}w", launcher(kernel, tensors, out, warps, args.cols))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for per_sm in (2, 4, 8):
-        for warps in (8, 16):
-            for hints in (False, True):
-                name = f"grid_stride/{per_sm}x{sms}/{warps}w{'/hints' if hints else ''}"
-                if not re.search(args.only, name):
-                    continue
-                register(name, grid_stride_call(x, r, w, b, out, per_sm * sms, warps, hints))
-    for rblock in (1024, 2048, 4096):
-        for warps in (8, 16):
-            for hints in (False, True):
-                name = f"welford/{rblock}/{warps}w{'/hints' if hints else ''}"
-                if not re.search(args.only, name):
-                    continue
-                register(name, welford_call(x, r, w, b, out, rblock, warps, hints))
+    hand_written = {
+        f"grid_stride/{per_sm}x{sms}": functools.partial(grid_stride_call, x, r, w, b, out, per_sm * sms)
+        for per_sm in (2, 4, 8)
+    } | {
+        f"welford/{rblock}": functools.partial(welford_call, x, r, w, b, out, rblock)
+        for rblock in (1024, 2048, 4096)
+    }
+    for (stem, make), warps, hints in itertools.product(hand_written.items(), (8, 16), (False, True)):
+        register(f"{stem}/{warps}w{'/hints' if hints else ''}", make(warps, hints))
     rounds: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.repeats):
         for name, call in calls.items():
