@@ -61,7 +61,7 @@ class KernelSource:
     # "split_combine" (reduces the slices' partial results and finishes the row).
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
-    row_inputs: int = 0  # a row kernel's inputs read whole, every row and column (its load on memory)
+    row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
 
 
 def _is_dense(shape, strides) -> bool:
@@ -171,7 +171,6 @@ class Builder:
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
         self.levels: dict[str, int] = {}
-        self.row_inputs: set[fx.Node] = set()  # counted by row kernels
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -413,7 +412,7 @@ def kernel_name(kernel: Kernel) -> str:
     return "fused_" + "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
 
 
-def package(builder: Builder, kind: str, contiguous_rows: bool = False) -> KernelSource:
+def package(builder: Builder, kind: str, contiguous_rows: bool = False, row_inputs: int = 0) -> KernelSource:
     """Write `builder`'s kernel with a header naming the aten nodes it covers."""
     kernel = builder.kernel
     name = kernel_name(kernel)
@@ -438,5 +437,5 @@ def package(builder: Builder, kind: str, contiguous_rows: bool = False) -> Kerne
         flat_inputs=tuple(builder.flat_inputs),
         kind=kind,
         contiguous_rows=contiguous_rows,
-        row_inputs=len(builder.row_inputs),
+        row_inputs=row_inputs,
     )

@@ -14,7 +14,7 @@ from fuser import metrics
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
-from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable
+from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable, whole_inputs
 from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
@@ -86,14 +86,14 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     """The kernel's variants: one for a pointwise kernel; persistent and looped for a row kernel."""
     if kernel.space is None:
         return [package(PointwiseBuilder(kernel), "pointwise")]
-    inner = contiguous_rows(kernel)
+    inner, whole = contiguous_rows(kernel), whole_inputs(kernel)
     variants = [
-        package(RowBuilder(kernel, persistent), kind, inner)
+        package(RowBuilder(kernel, persistent), kind, inner, whole)
         for persistent, kind in ((True, "persistent"), (False, "looped"))
     ]
     if splittable(kernel):
         variants += [
-            package(RowBuilder(kernel, False, stage), stage, inner)
+            package(RowBuilder(kernel, False, stage), stage, inner, whole)
             for stage in ("split_partials", "split_combine")
         ]
     return variants

@@ -13,6 +13,7 @@ Values of a row (level 1) outlive a loop; values of an element (level 2) live in
 
 from __future__ import annotations
 
+import math
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -146,15 +147,6 @@ class RowBuilder(Builder):
 
     def mask_for(self, level: int) -> str:
         return {0: "", 1: ", mask=row_mask", 2: ", mask=mask"}[level]
-
-    def load(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
-        loaded = super().load(node, index)
-        space_numel = 1
-        for size in self.space.shape:
-            space_numel = space_numel * size
-        if self.levels[loaded[0]] == 2 and same(meta(node).numel(), space_numel):
-            self.row_inputs.add(node)
-        return loaded
 
     def load_hints(self, level: int) -> str:
         # A persistent kernel reads each element of its rows once, yet asking L2 to keep those lines
@@ -391,6 +383,17 @@ class RowBuilder(Builder):
             self.int_param("num_splits", 0)  # set per launch
         params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         return function(name, params, prologue + self.body)
+
+
+def whole_inputs(kernel: Kernel) -> int:
+    """How many of the kernel's inputs are as large as its space: read at every row and column, they are
+    its load on memory (the launch picks warps by it)."""
+    space_numel = math.prod(kernel.space.shape)
+    return sum(
+        1
+        for leaf in kernel.leaves
+        if isinstance(value := leaf.meta.get("val"), torch.Tensor) and same(value.numel(), space_numel)
+    )
 
 
 def contiguous_rows(kernel: Kernel) -> bool:
