@@ -144,12 +144,11 @@ def compile_graph(
             reads.append(step.all_input_nodes)
             continue
         fallback = EagerKernel(step, slots)
-        unbound = kernel_symbols(step) - set(binder.symbols)
-        if unbound:
+        if id(step) not in generated:  # not generated: its sizes use symbols no graph input binds
             log.info(
                 "%s run eager: their sizes use %s, which no graph input binds",
                 _names(step),
-                sorted(map(str, unbound)),
+                sorted(map(str, kernel_symbols(step) - set(binder.symbols))),
             )
             metrics.bump("fallbacks")
             steps.append(fallback)
