@@ -17,6 +17,7 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from fuser.autograd_pairs import split_pairs
 from fuser.compiler import compile_graph
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
@@ -84,14 +85,18 @@ EAGER_WHOLE = [aten.index_add.default]
 @functools.cache
 def decomposition_table() -> dict:
     """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole or leaves
-    to eager whole (`EAGER_WHOLE`)."""
+    to eager whole (`EAGER_WHOLE`), and minus the forward of every pair the table would split: a forward
+    decomposed while the backward op that reads its saved outputs stays an op (`fuser.autograd_pairs`)."""
     lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD, *EAGER_WHOLE}
     table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
     table[aten.native_layer_norm.default] = _native_layer_norm
-    return {op: fn for op, fn in table.items() if op not in lowered}
+    table = {op: fn for op, fn in table.items() if op not in lowered}
+    for pair in split_pairs(table):
+        table.pop(pair.forward, None)
+    return table
 
 
 def fuser_backend(
