@@ -295,18 +295,19 @@ class KernelStep:
             shape = tuple(concrete(s, binding) for s in value.shape)
             strides = tuple(concrete(s, binding) for s in output_strides(value))
             outputs.append((shape, strides, value.dtype, self.slots[member]))
-        ints = {
-            name: concrete(arg.value, binding)
+        # Each variant numbers its own parameters (a row kernel's persistent and looped variants may
+        # name different views `view2`), so each variant's integers are bound on their own.
+        ints_of = [
+            {name: concrete(arg.value, binding) for name, arg in variant.params if arg.kind == "int"}
             for variant in self.variants
-            for name, arg in variant.params
-            if arg.kind == "int"
-        }
+        ]
+        ints = ints_of[0]  # the sizes that choose a configuration are the same in every variant
         empty = ints.get("numel", ints.get("num_rows", 1)) == 0
         config = choose_config(self.variants, ints, interpreted)
         stages = []
         stage_config: Config | None = config
         while stage_config is not None:
-            stages.append(self._stage(stage_config, ints, outputs, interpreted))
+            stages.append(self._stage(stage_config, ints_of[stage_config.variant], outputs, interpreted))
             stage_config = stage_config.then
         return Launch(outputs, empty, stages, self._partials(config, ints))
 
@@ -434,13 +435,33 @@ class EagerStep:
     node: fx.Node
     slots: dict[fx.Node, int]
     counted: bool  # views and getitems are bookkeeping, not extern calls
+    traced_dtypes: tuple = field(init=False)
+
+    def __post_init__(self) -> None:
+        value = self.node.meta.get("val")
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        self.traced_dtypes = tuple(v.dtype if isinstance(v, torch.Tensor) else None for v in values)
 
     def __call__(self, env: list, key: tuple[int, ...] = ()) -> None:
         args = _materialize(self.node.args, env, self.slots)
         kwargs = _materialize(self.node.kwargs, env, self.slots)
-        env[self.slots[self.node]] = self.node.target(*args, **kwargs)
+        result = self.node.target(*args, **kwargs)
+        env[self.slots[self.node]] = self._as_traced(result) if self.counted else result
         if self.counted:
             metrics.bump("extern_calls")
+
+    def _as_traced(self, result: Any) -> Any:
+        # Kernels downstream were generated for the dtypes the graph was traced with. Where an op's eager
+        # kernel disagrees with its meta kernel (CPU batch norm on bfloat16 saves float32 statistics; its
+        # meta says bfloat16), a kernel would read the bytes as the wrong type: convert to the traced dtype.
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        pairs = list(zip(results, self.traced_dtypes, strict=False))  # a tuple may carry non-tensors too
+        if all(traced is None or not isinstance(r, torch.Tensor) or r.dtype is traced for r, traced in pairs):
+            return result
+        log.info("fuser: %s returned %s where it was traced as %s; converted", self.node.target,
+                 [getattr(r, "dtype", None) for r in results], list(self.traced_dtypes))  # fmt: skip
+        converted = [r.to(t) if isinstance(r, torch.Tensor) and t is not None else r for r, t in pairs]
+        return type(result)(converted) if isinstance(result, (tuple, list)) else converted[0]
 
 
 class CompiledGraph:
