@@ -446,9 +446,15 @@ class EagerStep:
         args = _materialize(self.node.args, env, self.slots)
         kwargs = _materialize(self.node.kwargs, env, self.slots)
         result = self.node.target(*args, **kwargs)
-        env[self.slots[self.node]] = self._as_traced(result) if self.counted else result
         if self.counted:
+            # One attribute read for a single tensor; tuples are checked element by element.
+            if (
+                isinstance(result, (tuple, list))
+                or getattr(result, "dtype", None) is not self.traced_dtypes[0]
+            ):
+                result = self._as_traced(result)
             metrics.bump("extern_calls")
+        env[self.slots[self.node]] = result
 
     def _as_traced(self, result: Any) -> Any:
         # Kernels downstream were generated for the dtypes the graph was traced with. Where an op's eager
