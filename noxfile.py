@@ -17,13 +17,15 @@ PYPROJECT = tomllib.loads(Path("pyproject.toml").read_text())
 # A CPU machine must never pull CUDA wheels: pin the CPU build of torch unless told otherwise
 # (for example FUSER_TORCH="torch" on a machine whose index serves the CUDA build you want).
 TORCH = os.environ.get("FUSER_TORCH", "torch==2.13.0")
+# timm needs torchvision; an unpinned one would pull a newer torch (and CUDA). 0.28 is torch 2.13's pair.
+TORCHVISION = os.environ.get("FUSER_TORCHVISION", "torchvision==0.28.*")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
-    session.install(TORCH)
-    session.install("-e", ".[test,perf]")
+    session.install(TORCH, TORCHVISION)
+    session.install("-e", ".[test,perf,zoo]")
     session.run(
         "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
     )
@@ -48,6 +50,14 @@ def conformance(session: nox.Session) -> None:
         *options,
         env={"FUSER_STRICT": "1"},
     )
+
+
+@nox.session(default=False)
+def zoo(session: nox.Session) -> None:
+    """Run real transformers and timm models under a backend against float64 (`-- --backend inductor`)."""
+    session.install(TORCH, TORCHVISION)
+    session.install("-e", ".[zoo]")
+    session.run("python", "-m", "conformance.zoo", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session

@@ -24,7 +24,9 @@ def _listed(value: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.zoo", description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", type=_listed, default=["fuser"], help="comma-separated; module:callable too")
+    parser.add_argument(
+        "--backend", type=_listed, default=["fuser"], help="comma-separated; module:callable too"
+    )
     parser.add_argument("--model", type=_listed, default=None, help="comma-separated names (default: all)")
     parser.add_argument("--precision", type=_listed, default=["fp32", "bf16"], help="fp32, bf16 (autocast)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -40,9 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     from conformance.zoo.models import BY_NAME, ZOO
     from conformance.zoo.report import markdown, write
 
-    unknown = [m for m in args.model or [] if m not in BY_NAME] + [p for p in args.precision if p not in BUDGETS]
+    unknown = [m for m in args.model or [] if m not in BY_NAME] + [
+        p for p in args.precision if p not in BUDGETS
+    ]
     if unknown:
-        parser.error(f"unknown model or precision {unknown}; models: {', '.join(BY_NAME)}; precisions: fp32, bf16")
+        parser.error(
+            f"unknown model or precision {unknown}; models: {', '.join(BY_NAME)}; precisions: fp32, bf16"
+        )
     models = [BY_NAME[m] for m in args.model] if args.model else ZOO
     results = []
     for backend in args.backend:
@@ -54,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
                 result.backend = backend
                 results.append(result)
                 verdict = "pass" if result.ok else f"FAIL: {result.problem}"
-                print(f"{zoo.name:14s} {precision} {backend:10s} {verdict} ({time.perf_counter() - start:.0f} s)")
+                print(
+                    f"{zoo.name:14s} {precision} {backend:10s} {verdict} ({time.perf_counter() - start:.0f} s)"
+                )
     name = f"zoo-{'-'.join(args.backend)}-{args.device}".replace(":", "_").replace(".", "_")
     paths = write(results, args.out, name)
     print(markdown(results))

@@ -91,7 +91,9 @@ def _loss_and_grads(model, batch, zoo: ZooModel, precision: str) -> tuple[torch.
     loss.backward()
     # A compiled module names its parameters through `_orig_mod.`; the names here are the model's own.
     grads = {
-        n.removeprefix("_orig_mod."): p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None
+        n.removeprefix("_orig_mod."): p.grad.detach().clone()
+        for n, p in model.named_parameters()
+        if p.grad is not None
     }
     return loss.detach(), grads
 
@@ -150,7 +152,9 @@ def check_model(
     if zoo.for_float64 is not None:
         zoo.for_float64(reference_model)
 
-    reference_loss, reference_grads = _loss_and_grads(reference_model, _on(batch, device, torch.float64), zoo, "fp32")
+    reference_loss, reference_grads = _loss_and_grads(
+        reference_model, _on(batch, device, torch.float64), zoo, "fp32"
+    )
     eager_loss, eager_grads = _loss_and_grads(eager_model, batch, zoo, precision)
 
     fuser = _fuser_counters() if name == "fuser" else None
@@ -217,7 +221,10 @@ def _train(original, batch, zoo, precision, steps, backend, for_float64) -> dict
         model = copy.deepcopy(original)
         data = batch
         if label == "float64":
-            model, data = model.double(), {k: v.double() if v.is_floating_point() else v for k, v in batch.items()}
+            model, data = (
+                model.double(),
+                {k: v.double() if v.is_floating_point() else v for k, v in batch.items()},
+            )
             if for_float64 is not None:
                 for_float64(model)
         step_model = torch.compile(model, backend=backend) if label == "backend" else model

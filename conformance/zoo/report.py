@@ -29,7 +29,9 @@ def markdown(results: list[ZooResult]) -> str:
             f"| {_number(r.step_ms[0])} / {_number(r.step_ms[1])} |"
         )
     budgets = "; ".join(f"{p}: {b.factor}× eager's error + {b.floor:g} ({b.why})" for p, b in BUDGETS.items())
-    training = f"training: {TRAINING.factor}× eager's drift from float64 + {TRAINING.floor:g} ({TRAINING.why})"
+    training = (
+        f"training: {TRAINING.factor}× eager's drift from float64 + {TRAINING.floor:g} ({TRAINING.why})"
+    )
     note = f"Budgets (error relative to the gradient's largest float64 value): {budgets}; {training}."
     return "\n".join([*lines, "", note, ""])
 
