@@ -75,6 +75,7 @@ class ZooResult:
     kernels: int | None = None
     fallbacks: int | None = None
     graph_breaks: int = 0
+    break_reasons: tuple[str, ...] = ()  # the first line of each distinct reason Dynamo gave
     compile_seconds: float = math.nan
     step_ms: tuple[float, float] = (math.nan, math.nan)  # eager, backend: forward and backward
     curve: dict[str, list[float]] = field(default_factory=dict)
@@ -180,7 +181,9 @@ def check_model(
     except Exception as error:  # a model the backend cannot compile is one failed row, not the end
         result.problem = _first_line(error)
         return result
-    result.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    breaks = torch._dynamo.utils.counters["graph_break"]
+    result.graph_breaks = sum(breaks.values())
+    result.break_reasons = tuple(sorted({str(reason).strip().split("\n")[0] for reason in breaks}))
 
     result.loss_error = (_relative(loss, reference_loss), _relative(eager_loss, reference_loss))
     floor = SMALL_GRADIENT * max(

@@ -22,6 +22,7 @@ from conformance.zoo.models import BY_NAME
 
 CI_MODELS = ["llama", "gpt2", "bert", "t5", "vit", "timm_resnet", "timm_convnext"]
 TRAINED = ["llama", "timm_convnext"]
+LOGGER_BREAK = "logging.Logger method not supported"
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -31,7 +32,11 @@ def test_a_real_model_trains_through_the_fuser_as_eager_does(name, precision, de
     result = check_model(BY_NAME[name], "fuser", precision, device, train_steps=steps)
     assert result.ok, f"{name} {precision}: {result.problem}"
     assert result.kernels, "the fuser launched no kernel: the model ran eagerly"
-    assert result.graph_breaks == (2 if name == "gpt2" else 0)  # gpt2 logs a warning inside forward
+    # GPT-2 logs a warning inside forward (how often depends on what the process logged before);
+    # any other graph break is a model the test no longer compiles whole.
+    unexpected = [r for r in result.break_reasons if not r.startswith(LOGGER_BREAK)]
+    assert not unexpected, unexpected
+    assert (result.graph_breaks > 0) == (name == "gpt2"), result.break_reasons
 
 
 def _fuser_with_the_stock_table(graph_module, example_inputs):
