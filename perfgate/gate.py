@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from perfgate import baselines
@@ -126,7 +127,8 @@ def judge_samples(
     return verdicts, path, device_known
 
 
-def run_gate(request: GateRequest, log: Callable[[str], None] = print) -> GateResult:
+def run_gate(request: GateRequest, log: Callable[[str], None] | None = None) -> GateResult:
+    log = log or partial(print, flush=True)
     started = time.monotonic()
     seed = random.SystemRandom().randrange(2**31) if request.seed is None else request.seed
     minimum = request.rounds or DEFAULT_ROUNDS[request.tier]

@@ -62,7 +62,7 @@ class Rounds:
         spec: dict,
         seed: int,
         scratch: Path,
-        log: Callable[[str], None] = print,
+        log: Callable[[str], None],
     ):
         self.trees = trees
         self.spec = spec  # tier, backend, instructions: what every process measures with
