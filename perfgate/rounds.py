@@ -1,6 +1,7 @@
 """Measuring in rounds of fresh processes: each round starts one measuring process per tree
-(`perfgate.worker`), in an order drawn from the gate's seed, and adds what each measured to its tree's
-samples. Processes run one at a time, so the trees never share the device; a process is killed with
+(`perfgate.worker`) and adds what each measured to its tree's samples. The seed draws the first
+round's order and each round reverses the one before (base, head, head, base, …), so a drift over the
+run weighs on both trees alike. Processes run one at a time, so the trees never share the device; a process is killed with
 everything it started when the gate stops early (an error, Ctrl-C).
 """
 
@@ -64,9 +65,8 @@ class Rounds:
         scratch: Path,
         log: Callable[[str], None],
     ):
-        self.trees = trees
         self.spec = spec  # tier, backend, instructions: what every process measures with
-        self.order = random.Random(seed)
+        self.order = random.Random(seed).sample(trees, len(trees))
         self.scratch = scratch
         self.log = log
         self.samples: dict[str, Samples] = {tree.role: {} for tree in trees}
@@ -75,9 +75,10 @@ class Rounds:
         self.planted: dict[str, list[float]] = {}  # workload -> kernel slowdowns achieved in head
 
     def run(self, workloads: list[str]) -> None:
-        """One round: a process per tree, in the seed's order, each measuring `workloads`."""
-        for tree in self.order.sample(self.trees, len(self.trees)):
+        """One round: a process per tree, each measuring `workloads`."""
+        for tree in self.order:
             self._measure(tree, workloads)
+        self.order.reverse()
 
     def _measure(self, tree: Tree, workloads: list[str]) -> None:
         number = sum(self.processes.values())
