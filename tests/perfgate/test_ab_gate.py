@@ -176,11 +176,22 @@ def test_stopping_the_gate_midway_kills_its_processes_and_removes_the_worktree(r
     while "measured in" not in process.stdout.readline():
         pass  # the first measuring process has finished: the worktree exists
     assert worktrees(repo) == 2
+    while not measuring_processes(repo):
+        time.sleep(0.05)  # the next measuring process has started: stop the gate while it runs
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=60)
     assert worktrees(repo) == 1
-    time.sleep(0.5)
-    workers = subprocess.run(
-        ["pgrep", "-f", f"perfgate.worker .*{repo.name}"], capture_output=True, text=True
-    )
-    assert workers.stdout == ""
+    assert measuring_processes(repo) == []
+
+
+def measuring_processes(repo: Path) -> list[str]:
+    """The ids of live measuring processes started for `repo` (their PYTHONPATH names it)."""
+    found = []
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            command, environment = (process / "cmdline").read_bytes(), (process / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        if b"perfgate.worker" in command and str(repo).encode() in environment:
+            found.append(process.name)
+    return found
