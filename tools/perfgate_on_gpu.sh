@@ -68,6 +68,8 @@ for run in ("aa", "catch1", "catch2"):
     benchmarks = json.loads(path.read_text())["benchmarks"]
     for metric in ("kernel_time_ms", "host_time_us"):
         rows = [b["extra_info"] for b in benchmarks if b["group"] == metric and b["extra_info"]["against"] == "base"]
+        if not rows:
+            continue
         count = lambda status: sum(r["verdict"] == status for r in rows)
         ratios = [r["ratio"] for r in rows]
         below = max(r["ratio"] - r["interval"][0] for r in rows)
