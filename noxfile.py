@@ -1,5 +1,5 @@
 """Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `conformance` (every op against eager,
-quick tier, with a report), `perfgate` (the perf gate: on a CPU machine its CPU tier) and `perf`
+quick tier, with a report), `perfgate` (the perf gate, this tree against main: on a CPU machine its CPU tier) and `perf`
 (fuser / Inductor / eager side by side, with a plot)."""
 
 from __future__ import annotations
@@ -78,7 +78,10 @@ def perf(session: nox.Session) -> None:
 
 @nox.session
 def perfgate(session: nox.Session) -> None:
-    """Fail on perf regressions against this architecture's baseline (`-- update` rewrites it)."""
+    """Fail on perf regressions of this tree against main, measured side by side (`-- --against REV`)."""
     session.install(TORCH)
     session.install("-e", ".[perf]")
-    session.run("python", "-m", "perfgate", *(session.posargs or ["gate"]))
+    options = list(session.posargs)
+    if not options or options[0].startswith("-"):  # options of `gate`: A/B against main unless told
+        options = ["gate", *([] if "--against" in options else ["--against", "main"]), *options]
+    session.run("python", "-m", "perfgate", *options)

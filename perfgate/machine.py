@@ -42,19 +42,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def commit() -> dict[str, Any]:
-    """The checked-out commit, as pytest-benchmark's commit_info describes it (read-only git commands)."""
+def commit(rev: str = "HEAD") -> dict[str, Any]:
+    """A commit of this repository, as pytest-benchmark's commit_info describes it (read-only git
+    commands); `dirty` and `branch` describe the checkout where `rev` is HEAD."""
 
     def git(*arguments: str) -> str | None:
         return _output(["git", *arguments], cwd=REPOSITORY)
 
+    checkout = rev == "HEAD"
     return {
-        "id": git("rev-parse", "HEAD") or "unknown",
-        "time": git("show", "-s", "--pretty=format:%cI", "HEAD"),
-        "author_time": git("show", "-s", "--pretty=format:%aI", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "id": git("rev-parse", rev) or "unknown",
+        "time": git("show", "-s", "--pretty=format:%cI", rev),
+        "author_time": git("show", "-s", "--pretty=format:%aI", rev),
+        "dirty": checkout and bool(git("status", "--porcelain", "--untracked-files=no")),
         "project": "fusion-conformance",
-        "branch": git("rev-parse", "--abbrev-ref", "HEAD") or "(unknown)",
+        "branch": (git("rev-parse", "--abbrev-ref", "HEAD") if checkout else rev) or "(unknown)",
     }
 
 

@@ -143,7 +143,7 @@ def prepare_on_gpu(workload: Workload, backend: Backend, device: str = "cuda") -
 
 
 def time_on_gpu(prepared: Prepared, flush: torch.Tensor, copy_peak: float) -> Measurements:
-    """The timings (run again for a confirmation), with the counts of `prepare_on_gpu`."""
+    """The timings, with the counts of `prepare_on_gpu`."""
     kernel = kernel_time_ms(prepared.step, flush)
     host = host_time_us(prepared.tiny_step)
     moved = prepared.measurements["bytes_moved"].median

@@ -2,9 +2,9 @@
 
 Rules (see `perfgate.verdict`):
 - exact: a count; any increase is a regression (kernel launches, bytes moved).
-- tolerance: near-deterministic; a regression past a fixed fraction (callgrind instruction counts).
-- noise: a timing; a regression past max(floor, NOISE_K × combined relative spread), confirmed by
-  the metric's number of re-measurements, each outside the threshold too.
+- interval: a measurement that varies from one run to the next (timings, callgrind instruction
+  counts); a regression only when the whole confidence interval of head / base lies beyond the
+  metric's threshold.
 - info: recorded and shown, never judged (compile time, achieved bandwidth).
 
 A per-device metric's baseline is kept per device name within an architecture's file (an H200 has
@@ -22,8 +22,7 @@ from typing import Any
 
 class Rule(Enum):
     EXACT = "exact"
-    TOLERANCE = "tolerance"
-    NOISE = "noise"
+    INTERVAL = "interval"
     INFO = "info"
 
 
@@ -34,12 +33,8 @@ class Metric:
     rule: Rule
     per_device: bool
     description: str
-    threshold: float = 0.0  # TOLERANCE: the allowed fraction; NOISE: the floor of the noise threshold
-    reruns: int = 1  # NOISE: re-runs that must each confirm a suspect before it is a regression
+    threshold: float = 0.0  # INTERVAL: the smallest relative change that counts
 
-
-# A timing must move by more than NOISE_K times the runs' combined relative spread (and the floor).
-NOISE_K = 3.0
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -61,7 +56,7 @@ METRICS: dict[str, Metric] = {
         Metric(
             "host_instructions",
             "instructions",
-            Rule.TOLERANCE,
+            Rule.INTERVAL,
             per_device=True,
             description="CPU instructions of one warm call on tiny inputs (callgrind)",
             # Runs of unchanged code differed by at most 0.33% (docs/perfgate.md): 1% is 3× that.
@@ -70,24 +65,22 @@ METRICS: dict[str, Metric] = {
         Metric(
             "kernel_time_ms",
             "ms",
-            Rule.NOISE,
+            Rule.INTERVAL,
             per_device=True,
             description="device time of one call, L2 flushed before each rep (CUDA events)",
+            # Half the 10% slowdown the gate must catch: an interval no wider than ±5% around a 10%
+            # slowdown clears it.
             threshold=0.05,
         ),
         Metric(
             "host_time_us",
             "us",
-            Rule.NOISE,
+            Rule.INTERVAL,
             per_device=True,
             description="wall time of one warm call on tiny inputs (launch overhead)",
+            # Wall clock on a host CPU moves more than device time (per-process medians of unchanged
+            # code spread over 55-65 us on a lent H100); 15 us more per call is 25% of a 60 us call.
             threshold=0.10,
-            # Wall clock on a shared host only ever gains time from outside (other processes, clock
-            # changes), and a spike can outlast one re-run: on an H200, 1.45x held through the first
-            # pass and its re-run. So a suspect must be outside the threshold in the first pass and in
-            # two re-runs: the fastest of three runs decides, as PyTorch's compile-time gate takes the
-            # fewest instructions of five runs. A real slowdown slows every run, the fastest too.
-            reruns=2,
         ),
         Metric(
             "compile_time_s",

@@ -1,8 +1,8 @@
 """The two tiers a gate runs on: `gpu` (timings and counts) and `cpu` (the deterministic metrics only).
 
-A tier measures workloads for one backend, and measures the suspects of a first pass again for the
-confirmation re-run. The GPU tier keeps each workload compiled and its inputs allocated, so a re-run
-times the same compiled program rather than compiling again.
+A tier measures workloads for one backend in this process; a workload that fails raises
+`WorkloadFailed`, naming it. The GPU tier applies the testing-only slowdowns of `perfgate.planted`
+where the environment asks for them, and records what they achieved in `planted`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import torch
 
+from perfgate import planted
 from perfgate.backends import Backend
 from perfgate.machine import Machine, this_machine
 from perfgate.measure import (
@@ -18,12 +19,19 @@ from perfgate.measure import (
     copy_peak_bytes_per_s,
     count_on_cpu,
     instructions_on_cpu,
+    kernel_time_ms,
     l2_flush_buffer,
     prepare_on_gpu,
     time_on_gpu,
 )
 from perfgate.metrics import Measurements
 from perfgate.workloads import Workload
+
+
+class WorkloadFailed(Exception):
+    def __init__(self, workload: str, error: Exception):
+        super().__init__(f"{workload}: {type(error).__name__}: {error}")
+        self.workload = workload
 
 
 class GpuTier:
@@ -35,17 +43,30 @@ class GpuTier:
         self.device = device
         self.flush = l2_flush_buffer(device)
         self.copy_peak = copy_peak_bytes_per_s(device)
-        self.prepared: dict[str, Prepared] = {}
+        self.planted: dict[str, float] = {}  # workload -> kernel slowdown achieved by perfgate.planted
 
     def measure(self, workloads: Iterable[Workload]) -> dict[str, Measurements]:
         results = {}
         for workload in workloads:
-            self.prepared[workload.name] = prepare_on_gpu(workload, self.backend, self.device)
-            results[workload.name] = time_on_gpu(self.prepared[workload.name], self.flush, self.copy_peak)
+            try:
+                prepared = prepare_on_gpu(workload, self.backend, self.device)
+                self._plant(workload.name, prepared)
+                results[workload.name] = time_on_gpu(prepared, self.flush, self.copy_peak)
+            except Exception as error:
+                raise WorkloadFailed(workload.name, error) from error
         return results
 
-    def remeasure(self, names: Iterable[str]) -> dict[str, Measurements]:
-        return {name: time_on_gpu(self.prepared[name], self.flush, self.copy_peak) for name in names}
+    def _plant(self, name: str, prepared: Prepared) -> None:
+        kinds = planted.requested(name)
+        if "host" in kinds:
+            prepared.tiny_step.compiled = planted.WithHostDelay(prepared.tiny_step.compiled)
+        if "kernel" in kinds:
+            self.planted[name] = planted.slow_kernel(
+                prepared.step,
+                lambda step: kernel_time_ms(step, self.flush).median,
+                self.copy_peak,
+                self.device,
+            )
 
 
 class CpuTier:
@@ -59,19 +80,20 @@ class CpuTier:
         self.backend = backend
         self.instructions = instructions
         self.processes = processes
-        self.measured: dict[str, Workload] = {}
+        self.planted: dict[str, float] = {}  # the testing-only slowdowns are GPU timings: none here
 
     def measure(self, workloads: Iterable[Workload]) -> dict[str, Measurements]:
         workloads = list(workloads)
-        self.measured.update({w.name: w for w in workloads})
-        results = {w.name: count_on_cpu(w, self.backend) for w in workloads}
+        results = {}
+        for workload in workloads:
+            try:
+                results[workload.name] = count_on_cpu(workload, self.backend)
+            except Exception as error:
+                raise WorkloadFailed(workload.name, error) from error
         if self.instructions:
             for name, count in instructions_on_cpu(workloads, self.backend, self.processes).items():
                 results[name]["host_instructions"] = count
         return results
-
-    def remeasure(self, names: Iterable[str]) -> dict[str, Measurements]:
-        return self.measure(self.measured[name] for name in names)
 
 
 Tier = GpuTier | CpuTier

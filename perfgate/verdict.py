@@ -1,132 +1,136 @@
-"""Verdicts: each workload's metrics against the baseline, by the metric's rule (`perfgate.metrics`).
+"""Verdicts: head's measurements against a reference — the base tree's, or the committed baseline file's.
 
 - exact (kernel launches, bytes moved): any increase is a regression, any decrease an improvement.
-- tolerance (instruction counts): a regression past the metric's fraction, an improvement below it.
-- noise (kernel time, host time): the threshold is max(floor, NOISE_K × √(s_base² + s_now²)), where s is
-  a run's MAD / median. A timing outside it is a suspect: its workload is measured again, up to the
-  metric's `reruns` times (kernel time once, host time twice), and the verdict stands only if every
-  re-run is outside the threshold the same way; the first re-run inside it makes the suspect noise.
+- interval (timings, instruction counts): the ratio head / reference with a 95% confidence interval
+  (scipy.stats.bootstrap, percentile method, over the samples of each side). A regression only when
+  the whole interval lies above 1 + threshold; an improvement only when it lies below 1 - threshold;
+  ok when it lies below 1 + threshold; inconclusive when it straddles 1 + threshold (the gate then
+  measures more rounds, and reports what is still inconclusive when its time budget runs out).
+- info (compile time, bandwidth): the ratio is shown, never judged.
 
-Regressions fail the gate. Improvements pass with a suggestion to rebaseline, and fail only under
-`strict` (the baseline should then describe the code). A metric with no baseline is reported, never
-judged.
+A side's samples are the medians of its processes (processes, not repetitions inside one, are what
+vary together: clocks, placement, the host's load), or one process's repetitions where it had only one.
+A committed file holds one number per metric: its interval comes from head's samples alone.
+
+Regressions fail the gate. Improvements pass, and fail only under `strict`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 
-from perfgate.metrics import METRICS, NOISE_K, Measurements, Metric, Rule, Sample
+import numpy as np
+from scipy import stats
+
+from perfgate.metrics import Metric, Rule, Sample
+
+CONFIDENCE = 0.95
+RESAMPLES = 4999
 
 
 class Status(Enum):
     OK = "ok"
     REGRESSION = "REGRESSION"
     IMPROVEMENT = "improvement"
-    NOISE = "ok (re-run inside threshold)"
+    INCONCLUSIVE = "inconclusive"
+    HISTORY = "history (not judged)"
     NO_BASELINE = "no baseline"
     NO_DEVICE_BASELINE = "no baseline for this device"
     NOT_MEASURED = "not measured"
     INFO = "info"
 
 
-def _ratio(now: Sample | None, baseline: Sample | None) -> float | None:
-    if now is None or baseline is None:
-        return None
-    if baseline.median == 0:
-        return 1.0 if now.median == 0 else math.inf
-    return now.median / baseline.median
-
-
 @dataclass(frozen=True)
 class Verdict:
     workload: str
     metric: Metric
-    baseline: Sample | None
-    now: Sample | None
+    reference: Sample | None  # the base tree's samples, or the committed file's number
+    head: Sample | None
     status: Status
-    threshold: float | None = None  # the allowed relative change, for judged metrics
-    reruns: tuple[Sample, ...] = ()  # the confirmation re-runs of a suspect timing, in order
+    against: str = "base"  # "base", or the committed file's name
+    interval: tuple[float, float] | None = None  # the ratio's confidence interval, for interval metrics
 
     @property
     def ratio(self) -> float | None:
-        return _ratio(self.now, self.baseline)
+        if self.head is None or self.reference is None:
+            return None
+        if self.reference.median == 0:
+            return 1.0 if self.head.median == 0 else math.inf
+        return self.head.median / self.reference.median
 
-    @property
-    def rerun_ratios(self) -> tuple[float | None, ...]:
-        return tuple(_ratio(rerun, self.baseline) for rerun in self.reruns)
 
-    @property
-    def rerun_ratio(self) -> float | None:
-        """The last re-run's ratio: the one that settled the verdict."""
-        return self.rerun_ratios[-1] if self.reruns else None
+def pooled(samples: Sequence[Sample]) -> Sample:
+    """One side's samples: each process's median, or the repetitions of its only process."""
+    return samples[0] if len(samples) == 1 else Sample.of([s.median for s in samples])
 
-    @property
-    def suspect(self) -> bool:
-        """A timing outside its threshold in every run so far, with re-runs still to come."""
-        return (
-            self.metric.rule is Rule.NOISE
-            and len(self.reruns) < self.metric.reruns
-            and self.status in (Status.REGRESSION, Status.IMPROVEMENT)
+
+def ratio_interval(head: Sample, reference: Sample, seed: int) -> tuple[float, float]:
+    """The confidence interval of median(head) / median(reference), bootstrapped over the samples of
+    each side that varies; a side of one number (a committed file's) or of equal numbers is held fixed,
+    so two fixed sides give a point."""
+    sides = [np.asarray(s.values or (s.median,), dtype=float) for s in (head, reference)]
+    varying = [len(values) > 1 and np.ptp(values) > 0 for values in sides]
+    if not any(varying):
+        point = float(np.median(sides[0]) / np.median(sides[1]))
+        return point, point
+
+    def ratio(*resampled: np.ndarray, axis: int = -1) -> np.ndarray:
+        given = iter(resampled)
+        head_m, reference_m = (
+            np.median(next(given), axis=axis) if varies else np.median(values)
+            for values, varies in zip(sides, varying, strict=True)
         )
+        return head_m / reference_m
+
+    result = stats.bootstrap(
+        [values for values, varies in zip(sides, varying, strict=True) if varies],
+        ratio,
+        n_resamples=RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def noise_threshold(metric: Metric, baseline: Sample, now: Sample) -> float:
-    spread = math.hypot(baseline.relative_spread, now.relative_spread)
-    return max(metric.threshold, NOISE_K * spread)
-
-
-def _threshold(metric: Metric, baseline: Sample, now: Sample) -> float:
-    if metric.rule is Rule.EXACT:
-        return 0.0
-    if metric.rule is Rule.TOLERANCE:
-        return metric.threshold
-    return noise_threshold(metric, baseline, now)
+def _interval_status(interval: tuple[float, float], threshold: float) -> Status:
+    low, high = interval
+    if low > 1 + threshold:
+        return Status.REGRESSION
+    if high < 1 - threshold:
+        return Status.IMPROVEMENT
+    if high <= 1 + threshold:
+        return Status.OK
+    return Status.INCONCLUSIVE
 
 
 def judge(
-    workload: str, metric: Metric, baseline: Sample | None, now: Sample | None, device_has_baseline: bool
+    workload: str, metric: Metric, reference: Sample | None, head: Sample | None, against: str, seed: int = 0
 ) -> Verdict:
-    if now is None:
-        return Verdict(workload, metric, baseline, now, Status.NOT_MEASURED)
-    if baseline is None:
-        missing = (
-            Status.NO_DEVICE_BASELINE if metric.per_device and not device_has_baseline else Status.NO_BASELINE
-        )
-        return Verdict(workload, metric, baseline, now, missing)
+    """The verdict on one metric of one workload; `reference` None means there is nothing to judge by."""
+    if head is None:
+        return Verdict(workload, metric, reference, head, Status.NOT_MEASURED, against)
+    if reference is None:
+        return Verdict(workload, metric, reference, head, Status.NO_BASELINE, against)
     if metric.rule is Rule.INFO:
-        return Verdict(workload, metric, baseline, now, Status.INFO)
-    threshold = _threshold(metric, baseline, now)
-    if now.median > baseline.median * (1 + threshold):
-        status = Status.REGRESSION
-    elif now.median < baseline.median * (1 - threshold):
-        status = Status.IMPROVEMENT
-    else:
-        status = Status.OK
-    return Verdict(workload, metric, baseline, now, status, threshold)
-
-
-def judge_all(
-    measured: dict[str, Measurements], expected: dict[str, Measurements], device_has_baseline: bool
-) -> list[Verdict]:
-    """A verdict for every measured workload and metric, in workload then METRICS order."""
-    verdicts = []
-    for workload, metrics in measured.items():
-        for name, metric in METRICS.items():
-            if name in metrics:
-                before = expected.get(workload, {}).get(name)
-                verdicts.append(judge(workload, metric, before, metrics[name], device_has_baseline))
-    return verdicts
-
-
-def confirm(verdict: Verdict, rerun: Sample) -> Verdict:
-    """A suspect's verdict after one more re-run: it stands if the re-run falls outside the same way,
-    and is noise otherwise. It is settled when it is noise or has all its metric's re-runs."""
-    again = judge(verdict.workload, verdict.metric, verdict.baseline, rerun, device_has_baseline=True)
-    status = verdict.status if again.status is verdict.status else Status.NOISE
-    return replace(verdict, status=status, reruns=(*verdict.reruns, rerun))
+        return Verdict(workload, metric, reference, head, Status.INFO, against)
+    if metric.rule is Rule.EXACT:
+        status = (
+            Status.REGRESSION
+            if head.median > reference.median
+            else Status.IMPROVEMENT
+            if head.median < reference.median
+            else Status.OK
+        )
+        return Verdict(workload, metric, reference, head, status, against)
+    interval = ratio_interval(head, reference, seed)
+    return Verdict(
+        workload, metric, reference, head, _interval_status(interval, metric.threshold), against, interval
+    )
 
 
 def failed(verdicts: list[Verdict], strict: bool) -> bool:

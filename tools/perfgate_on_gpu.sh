@@ -1,41 +1,83 @@
 #!/usr/bin/env bash
-# The recorded GPU run of the perf gate (docs/perfgate.md, "Recorded on a GPU"), on one lent GPU:
-#   1. versions and the GPU's name;
-#   2. python -m perfgate.gpu_validation: a fresh baseline, 20 gate runs of unchanged code (false
-#      alarms), 20 with a 10% kernel-time slowdown injected (catches) -> $OUT/perfgate/;
-#   3. a gate in a fresh process against that baseline (drift across processes);
-#   4. python -m perfgate update --tier gpu on a copy of perfgate/baselines -> $OUT/baselines/sm_90.json,
-#      this device's section added or rewritten, the other devices' left alone (diff: sm_90.diff);
-#   5. a gate against that updated baseline.
-# Run from the repository root, with the jsonschema wheels carried in .whl/ where pip has no index:
-#   OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh     (BUNDLE=1: one .tar.gz, for the device tool)
-# Every step runs under `timeout`, within TOTAL_S (default 520 s) for the whole script; each step's
-# output lands in $OUT/<step>.log and the exit status of each in $OUT/steps.txt.
+# The recorded GPU run of the A/B perf gate (docs/perfgate.md, "Recorded on a GPU"), on one lent GPU,
+# in one call of under 9 minutes:
+#   1. versions, and checks: a git checkout with no uncommitted changes (the A/B gate puts HEAD in a
+#      worktree), scipy importable (from .whl/ or PYTHONPATH where pip has no index);
+#   2. aa: head against an identical copy of head (gate --against HEAD) on WORKLOADS (5 workloads x
+#      kernel and host time = 10 verdicts): false alarms;
+#   3. catch1, catch2: the same with the testing-only slowdowns planted in head's processes (10% kernel
+#      time, 15 us host time per call, in every workload), two seeds: 10 kernel and 10 host verdicts;
+#   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
+#      (with the time left; STEPS=spread runs it alone).
+# Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
+# Each step's output lands in $OUT/<step>.log, its reports in $OUT/<step>/ (report.md, ratios.png,
+# head.json, base.json), exit statuses in $OUT/steps.txt; the last lines are a table of the results.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/perfgate-gpu}
-TOTAL_S=${TOTAL_S:-520}
+TOTAL_S=${TOTAL_S:-540}
+WORKLOADS=${WORKLOADS:-"pointwise_chain bias_gelu softmax rms_norm add_layer_norm"}
 source tools/gpu_lib.sh
 gpu_setup
 step env 60 0 bash -c versions
 
-step gpu_validation 330 180 "$PYTHON" -m perfgate.gpu_validation --out "$OUT/perfgate" --budget-s 270
+if ! "$PYTHON" -c "import scipy" 2>/dev/null; then
+    ls .whl/scipy*.whl >/dev/null 2>&1 \
+        && "$PYTHON" -m pip install -q --no-index --no-deps --target /tmp/site .whl/scipy*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    "$PYTHON" -c "import scipy" || { echo "FAILED: scipy is not importable (carry its wheel in .whl/)"; exit 1; }
+fi
+if ! git rev-parse --verify -q HEAD >/dev/null; then
+    echo "FAILED: no git repository here (.git missing or not a repository): the A/B gate needs HEAD's history"
+    exit 1
+fi
+git config core.fileMode false  # a copied checkout may lose executable bits: not a change to measure
+if [[ -n "$(git status --porcelain --untracked-files=no)" ]]; then
+    echo "FAILED: the checkout has uncommitted changes; the A/B gate measures commits. git status:"
+    git status --short --untracked-files=no | head -20
+    exit 1
+fi
 
-step gate_fresh_process 120 120 "$PYTHON" -m perfgate gate --tier gpu --baseline-dir "$OUT/perfgate" \
-    --markdown "$OUT/gate_fresh_process.md" --json "$OUT/gate_fresh_process.json"
+only=()
+for w in $WORKLOADS; do only+=(--workload "$w"); done
+ab() {  # ab NAME CAP RESERVE SEED [ENV=VALUE]: one A/B gate of HEAD against HEAD
+    local name=$1 cap=$2 reserve=$3 seed=$4
+    shift 4
+    step "$name" "$cap" "$reserve" env "$@" "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" \
+        --seed "$seed" --budget-s $((cap - 70)) --out "$OUT/$name"
+}
+PLANT=PERFGATE_TESTING_SLOWDOWN=kernel:*,host:*
+ab aa 160 0 1
+ab catch1 160 0 2 "$PLANT"
+ab catch2 160 0 3 "$PLANT"
+step spread 150 0 "$PYTHON" -m perfgate.spread --workload adam_step --processes 3 --out "$OUT/spread"
 
-mkdir -p "$OUT/baselines"
-cp perfgate/baselines/*.json "$OUT/baselines/"
-step update 120 60 "$PYTHON" -m perfgate update --tier gpu --baseline-dir "$OUT/baselines"
-diff -u perfgate/baselines/sm_90.json "$OUT/baselines/sm_90.json" >"$OUT/baselines/sm_90.diff"
-
-step gate_new_baseline 120 0 "$PYTHON" -m perfgate gate --tier gpu --baseline-dir "$OUT/baselines" \
-    --markdown "$OUT/gate_new_baseline.md" --json "$OUT/gate_new_baseline.json"
-
-printf '\n=== summary ===\n'
+printf '\n=== steps ===\n'
 cat "$OUT/steps.txt"
-echo "new baseline: $OUT/baselines/sm_90.json (diff: $OUT/baselines/sm_90.diff)"
-echo "validation: $OUT/perfgate/gpu_validation.json"
-
-# The device tool brings back at most 8 files: BUNDLE=1 packs the run's files into one archive.
-[[ -n ${BUNDLE:-} ]] && bundle perfgate-run
+printf '\n=== summary ===\n'
+"$PYTHON" - "$OUT" <<'PY'
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+print(f"{'run':8} {'metric':14} {'verdicts':>8} {'regr':>5} {'inconcl':>7} {'ok':>4}  ratio range       widest interval below the ratio")
+for run in ("aa", "catch1", "catch2"):
+    path = out / run / "head.json"
+    if not path.exists():
+        print(f"{run:8} (no report: see {run}.log)")
+        continue
+    benchmarks = json.loads(path.read_text())["benchmarks"]
+    for metric in ("kernel_time_ms", "host_time_us"):
+        rows = [b["extra_info"] for b in benchmarks if b["group"] == metric and b["extra_info"]["against"] == "base"]
+        if not rows:
+            continue
+        count = lambda status: sum(r["verdict"] == status for r in rows)
+        ratios = [r["ratio"] for r in rows]
+        below = max(r["ratio"] - r["interval"][0] for r in rows)
+        print(f"{run:8} {metric:14} {len(rows):>8} {count('REGRESSION'):>5} {count('inconclusive'):>7} {count('ok'):>4}"
+              f"  {min(ratios):.3f}-{max(ratios):.3f}     {below:.3f}")
+spread = out / "spread" / "spread.json"
+if spread.exists():
+    data = json.loads(spread.read_text())
+    print("adam_step between processes (max/min - 1): " + ", ".join(f"{k} {v:.1%}" for k, v in data["spreads"].items()))
+PY
+echo "details: $OUT/<step>.log and $OUT/<step>/ (report.md, ratios.png, head.json, base.json), $OUT/spread/spread.json"

@@ -6,9 +6,10 @@ import jsonschema
 import pytest
 
 from perfgate import baselines
+from perfgate.gate import GateRequest, judge_samples
 from perfgate.machine import Machine
 from perfgate.metrics import Sample
-from perfgate.verdict import Status, judge_all
+from perfgate.verdict import Status
 
 H100 = Machine("gpu", "sm_90", "NVIDIA H100 80GB HBM3", "570.1")
 H200 = Machine("gpu", "sm_90", "NVIDIA H200", "570.1")
@@ -42,10 +43,15 @@ def test_counts_are_shared_by_every_device_of_the_architecture():
     assert "kernel_time_ms" not in on_h200["softmax"]
 
 
-def test_a_device_without_a_section_gets_no_baseline_for_this_device_not_a_comparison():
-    data = baselines.updated(None, H100, "fuser", measured(0.20))
-    expected, known = baselines.expected(data, "fuser", H200.device)
-    statuses = {v.metric.name: v.status for v in judge_all(measured(0.14), expected, known)}
+def test_a_device_without_a_section_gets_no_baseline_for_this_device_not_a_comparison(tmp_path):
+    baselines.write(
+        baselines.baseline_path("sm_90", tmp_path), baselines.updated(None, H100, "fuser", measured(0.20))
+    )
+    samples = {"head": {w: {m: [s] for m, s in ms.items()} for w, ms in measured(0.14).items()}}
+    request = GateRequest("gpu", ["softmax"], absolute=True, baseline_dir=tmp_path)
+    verdicts, _, known = judge_samples(samples, H200, request, seed=0)
+    assert not known
+    statuses = {v.metric.name: v.status for v in verdicts}
     assert statuses == {
         "kernel_launches": Status.OK,
         "bytes_moved": Status.OK,

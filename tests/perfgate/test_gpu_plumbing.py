@@ -12,14 +12,13 @@ import types
 import pytest
 import torch
 
-import perfgate.gpu_validation
 import perfgate.measure
 import perfgate.tiers
+from perfgate import planted, worker
 from perfgate.backends import BACKENDS
-from perfgate.gate import run_gate, run_update
+from perfgate.gate import run_update
 from perfgate.machine import Machine
 from perfgate.tiers import GpuTier
-from perfgate.verdict import Status
 from perfgate.workloads import WORKLOADS, Workload
 
 
@@ -54,9 +53,8 @@ def stand_in_for_cuda(monkeypatch):
     monkeypatch.setattr(perfgate.measure, "HOST_CALLS", (2, 3))
 
 
-def test_a_gpu_update_then_gate_records_and_judges_every_gpu_metric(stand_in_for_cuda, tmp_path):
-    workloads = [WORKLOADS["pointwise_chain"]]
-    run_update(GpuTier(BACKENDS["fuser"]), workloads, tmp_path)
+def test_a_gpu_update_records_every_gpu_metric(stand_in_for_cuda, tmp_path):
+    run_update(GpuTier(BACKENDS["fuser"]), [WORKLOADS["pointwise_chain"]], tmp_path)
     section = json.loads((tmp_path / "sm_90.json").read_text())["backends"]["fuser"]
     assert set(section["devices"]["stand-in"]["workloads"]["pointwise_chain"]) == {
         "kernel_time_ms",
@@ -64,28 +62,41 @@ def test_a_gpu_update_then_gate_records_and_judges_every_gpu_metric(stand_in_for
         "compile_time_s",
         "bandwidth_fraction",
     }
-    result = run_gate(GpuTier(BACKENDS["fuser"]), workloads, tmp_path)
-    statuses = {v.metric.name: v.status for v in result.verdicts}
-    assert statuses["kernel_launches"] is Status.OK and statuses["compile_time_s"] is Status.INFO
-    unjudged = (Status.NO_BASELINE, Status.NO_DEVICE_BASELINE, Status.NOT_MEASURED)
-    assert statuses["kernel_time_ms"] not in unjudged and statuses["host_time_us"] not in unjudged
 
 
-def test_the_gpu_validation_runs_end_to_end_and_writes_its_results(stand_in_for_cuda, tmp_path, monkeypatch):
-    counted = perfgate.measure.launches_per_call
-    # The profiler sees no CUDA kernels on the CPU: count with the fuser's counters instead.
-    monkeypatch.setattr(
-        perfgate.gpu_validation,
-        "launches_per_call",
-        lambda step, backend, device: counted(step, BACKENDS["fuser"], device),
-    )
-    assert perfgate.gpu_validation.main(["--out", str(tmp_path), "--quick"]) == 0
-    results = json.loads((tmp_path / "gpu_validation.json").read_text())
-    assert results["unchanged"]["runs"] == 3 and results["injected"]["runs"] == 5
-    assert results["workloads"] == ["pointwise_chain", "softmax"]
-    assert (tmp_path / "sm_90.json").exists()
-    # Each suspect is recorded with the ratios of its first pass and of every re-run it took.
-    for run in results["unchanged"]["per_run"]:
-        for suspect in run["suspects"].values():
-            assert set(suspect) == {"ratio", "rerun_ratios", "verdict"} and suspect["rerun_ratios"]
-    assert all(len(run["rerun_ratios"]) <= 1 for run in results["injected"]["per_run"])
+def test_a_gpu_measuring_process_records_every_repetition_and_the_slowdowns_planted(
+    stand_in_for_cuda, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(perfgate.tiers, "copy_peak_bytes_per_s", lambda device: 1e9)
+    monkeypatch.setenv(planted.ENV, "kernel:pointwise_chain,host:*")
+    spec = {
+        "tier": "gpu",
+        "backend": "fuser",
+        "instructions": True,
+        "workloads": ["pointwise_chain", "softmax"],
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert worker.main(str(tmp_path / "spec.json"), str(tmp_path / "record.json")) == 0
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["machine"]["device"] == "stand-in" and record["fuser"].endswith("fuser/__init__.py")
+    chain = record["measurements"]["pointwise_chain"]
+    assert len(chain["kernel_time_ms"]) >= perfgate.measure.MIN_REPS and chain["kernel_launches"] == [1]
+    assert set(record["planted"]) == {
+        "pointwise_chain"
+    }  # the kernel slowdown; the host delay is not measured
+
+
+def test_the_host_delay_adds_fifteen_microseconds_to_each_call():
+    delayed = planted.WithHostDelay(lambda: None)
+    started = time.perf_counter()
+    for _ in range(100):
+        delayed()
+    assert (time.perf_counter() - started) / 100 >= planted.HOST_DELAY_S
+
+
+def test_a_slowdown_switch_must_name_a_kind_and_a_workload(monkeypatch):
+    monkeypatch.setenv(planted.ENV, "kernel:softmax")
+    assert planted.requested("softmax") == {"kernel"} and planted.requested("rms_norm") == set()
+    monkeypatch.setenv(planted.ENV, "slower")
+    with pytest.raises(ValueError, match="is not KIND:WORKLOAD"):
+        planted.requested("softmax")

@@ -1,4 +1,5 @@
-"""Reports: the terminal table, Markdown for a pull request, and JSON that pytest-benchmark can read."""
+"""Reports: the terminal table, Markdown for a pull request, the plot of ratios, and a JSON file per
+tree that pytest-benchmark can read."""
 
 from __future__ import annotations
 
@@ -7,55 +8,74 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfgate.gate import GateResult
-from perfgate.machine import Machine
+import pytest
+
+from perfgate.gate import GateRequest, GateResult
+from perfgate.machine import REPOSITORY, Machine
 from perfgate.metrics import METRICS, Sample
-from perfgate.report import benchmark_json, markdown, text
-from perfgate.verdict import confirm, judge
+from perfgate.report import benchmark_json, markdown, plot, text
+from perfgate.trees import Tree
+from perfgate.verdict import judge, pooled
 
 H100 = Machine("gpu", "sm_90", "NVIDIA H100 80GB HBM3", "570.1")
+KERNEL, LAUNCHES = METRICS["kernel_time_ms"], METRICS["kernel_launches"]
 
 
-def a_failing_gate(strict: bool = False) -> GateResult:
-    slower = judge(
-        "softmax", METRICS["kernel_time_ms"], Sample(0.2, 0.001, 50), Sample(0.25, 0.001, 50), True
-    )
+def per_process(*medians: float) -> list[Sample]:
+    return [Sample.of([m, m * 1.001, m * 0.999]) for m in medians]
+
+
+SAMPLES = {
+    "base": {
+        "softmax": {
+            "kernel_launches": [Sample.exact(1)] * 3,
+            "kernel_time_ms": per_process(0.20, 0.201, 0.199),
+        }
+    },
+    "head": {
+        "softmax": {
+            "kernel_launches": [Sample.exact(1)] * 3,
+            "kernel_time_ms": per_process(0.25, 0.251, 0.249),
+        }
+    },
+}
+
+
+def a_failing_gate() -> GateResult:
+    head, base = SAMPLES["head"]["softmax"], SAMPLES["base"]["softmax"]
     verdicts = [
-        judge("softmax", METRICS["kernel_launches"], Sample.exact(1), Sample.exact(1), True),
-        confirm(slower, Sample(0.26, 0.001, 50)),
-        judge("rms_norm", METRICS["kernel_launches"], Sample.exact(2), Sample.exact(1), True),
-        judge("rms_norm", METRICS["host_time_us"], None, Sample.of([40.0, 41.0, 39.5]), True),
+        judge("softmax", LAUNCHES, pooled(base["kernel_launches"]), pooled(head["kernel_launches"]), "base"),
+        judge("softmax", LAUNCHES, Sample.exact(1), pooled(head["kernel_launches"]), "sm_90.json"),
+        judge("softmax", KERNEL, pooled(base["kernel_time_ms"]), pooled(head["kernel_time_ms"]), "base"),
     ]
-    return GateResult(H100, "fuser", Path("sm_90.json"), True, verdicts, strict)
+    trees = [Tree("head", REPOSITORY, "a" * 40), Tree("base", Path("/tmp/base"), "HEAD")]
+    return GateResult(
+        GateRequest("gpu", ["softmax"], against="main"),
+        H100,
+        trees,
+        Path("sm_90.json"),
+        True,
+        verdicts,
+        seed=11,
+        processes={"head": 3, "base": 3},
+        samples=SAMPLES,
+        planted={"softmax": [0.098, 0.101, 0.1]},
+        seconds=42.0,
+    )
 
 
-def test_the_table_shows_each_verdict_with_its_ratio_and_re_run():
+def test_the_table_shows_reference_head_ratio_interval_threshold_and_verdict():
     report = text(a_failing_gate())
     (row,) = [line for line in report.splitlines() if line.startswith("softmax   kernel_time")]
     cells = [cell.strip() for cell in row.split("  ") if cell.strip()]
-    assert cells == [
-        "softmax",
-        "kernel_time_ms",
-        "0.2 ms ±0.001",
-        "0.25 ms ±0.001",
-        "1.250×",
-        "±5.0%",
-        "REGRESSION (re-run 1.300×)",
-    ]
-    assert "1 regression(s): softmax kernel_time_ms 1.250×" in report
-    assert "rebaseline with `python -m perfgate update --tier gpu --workload rms_norm`" in report
-    assert report.rstrip().endswith("FAIL: fuser on NVIDIA H100 80GB HBM3 (sm_90), gpu tier")
-
-
-def test_a_host_time_verdict_shows_each_of_its_re_runs():
-    host = METRICS["host_time_us"]
-    slower = judge("softmax", host, Sample(50.0, 0.5, 9), Sample(72.0, 0.5, 9), True)
-    confirmed = confirm(confirm(slower, Sample(70.0, 0.5, 9)), Sample(71.0, 0.5, 9))
-    result = GateResult(H100, "fuser", Path("sm_90.json"), True, [confirmed], False)
-    assert "REGRESSION (re-runs 1.400×, 1.420×)" in text(result)
-    (timing,) = benchmark_json(result)["benchmarks"]
-    assert timing["extra_info"]["rerun_ratios"] == [1.4, 1.42]
-    assert timing["extra_info"]["rerun_ratio"] == 1.42
+    assert cells[:6] == ["softmax", "kernel_time_ms", "base", "0.2 ms ±0.001", "0.25 ms ±0.001", "1.250×"]
+    assert cells[6].startswith("[1.2") and cells[7:] == ["+5%", "REGRESSION"]
+    assert "1 regression(s): softmax kernel_time_ms 1.250× [1.2" in report
+    assert "order seed 11 (--seed 11 repeats it)" in report
+    assert "testing-only kernel slowdown planted in head's softmax: +9.8%, +10.1%, +10.0% achieved" in report
+    assert report.rstrip().endswith(
+        "FAIL: fuser on NVIDIA H100 80GB HBM3 (sm_90), gpu tier, head aaaaaaaaaa against base HEAD"
+    )
 
 
 def test_the_markdown_report_is_a_table_with_one_row_per_verdict():
@@ -63,14 +83,28 @@ def test_the_markdown_report_is_a_table_with_one_row_per_verdict():
     assert report.startswith("### perfgate ❌ FAIL")
     rows = [line for line in report.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 + len(a_failing_gate().verdicts)
-    assert "| rms_norm | host_time_us | — | 40 us ±0.5 | — | — | no baseline |" in rows
+    assert "| softmax | kernel_launches | sm_90.json | 1 | 1 | 1.000× | — | exact | ok |" in rows
 
 
-def test_the_json_report_is_read_by_pytest_benchmark_compare(tmp_path):
-    path = tmp_path / "0001_perfgate.json"
-    path.write_text(json.dumps(benchmark_json(a_failing_gate())))
+def test_the_plot_of_ratios_is_written_as_a_png(tmp_path):
+    plot(a_failing_gate(), tmp_path / "ratios.png")
+    assert (tmp_path / "ratios.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_each_tree_gets_a_json_report_that_pytest_benchmark_compare_reads(tmp_path):
+    for role in ("head", "base"):
+        (tmp_path / f"000{len(role)}_{role}.json").write_text(
+            json.dumps(benchmark_json(a_failing_gate(), role))
+        )
     compared = subprocess.run(
-        [sys.executable, "-m", "pytest_benchmark", "compare", str(path), "--columns=min,median,max"],
+        [
+            sys.executable,
+            "-m",
+            "pytest_benchmark",
+            "compare",
+            *map(str, tmp_path.iterdir()),
+            "--columns=median",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -79,19 +113,18 @@ def test_the_json_report_is_read_by_pytest_benchmark_compare(tmp_path):
     assert "softmax[kernel_time_ms]" in compared.stdout
 
 
-def test_the_json_report_carries_the_gpu_name_the_commit_and_seconds_for_timings():
-    report = benchmark_json(a_failing_gate())
-    assert report["machine_info"]["gpu"] == "NVIDIA H100 80GB HBM3"
-    assert len(report["commit_info"]["id"]) == 40
-    (timing,) = [b for b in report["benchmarks"] if b["name"] == "softmax[kernel_time_ms]"]
-    assert timing["stats"]["median"] == 0.25e-3
-    assert timing["extra_info"] == {
-        "unit": "s",
-        "baseline": 0.2e-3,
-        "ratio": 1.25,
-        "threshold": 0.05,
-        "verdict": "REGRESSION",
-        "rerun_ratio": 1.3,
-        "rerun_ratios": [1.3],
+def test_the_json_report_carries_the_gpu_the_trees_commit_and_the_medians_of_its_processes():
+    head = benchmark_json(a_failing_gate(), "head")
+    assert head["machine_info"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert len(head["commit_info"]["id"]) == 40
+    (timing,) = [b for b in head["benchmarks"] if b["name"] == "softmax[kernel_time_ms]"]
+    assert timing["stats"]["data"] == pytest.approx([0.249e-3, 0.25e-3, 0.251e-3])
+    assert timing["extra_info"]["processes"] == 3 and timing["extra_info"]["verdict"] == "REGRESSION"
+    assert head["perfgate"] == {
+        "tree": "head",
+        "failed": True,
+        "exit_status": 1,
+        "seed": 11,
+        "strict": False,
+        "baseline": "sm_90.json",
     }
-    assert report["perfgate"]["failed"]

@@ -1,0 +1,118 @@
+"""Measuring in rounds of fresh processes: each round starts one measuring process per tree
+(`perfgate.worker`) and adds what each measured to its tree's samples. The seed draws the first
+round's order and each round reverses the one before (base, head, head, base, …), so a drift over the
+run weighs on both trees alike. Processes run one at a time, so the trees never share the device; a process is killed with
+everything it started when the gate stops early (an error, Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from perfgate import planted
+from perfgate.machine import Machine
+from perfgate.metrics import Sample
+from perfgate.trees import GateError, Tree
+
+PROCESS_TIMEOUT_S = 1800
+# workload -> metric -> one sample per process (None where the metric could not be measured)
+Samples = dict[str, dict[str, list[Sample | None]]]
+
+
+def _environment(tree: Tree) -> dict[str, str]:
+    """The tree first on PYTHONPATH; the testing-only slowdowns for head only."""
+    env = {k: v for k, v in os.environ.items() if tree.role == "head" or k != planted.ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree.path), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def _run(command: list[str], tree: Tree) -> tuple[int, str]:
+    process = subprocess.Popen(
+        command,
+        cwd=tree.path,  # `python -m` puts the working directory first on sys.path: it must be the tree
+        env=_environment(tree),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: valgrind children included, killed together
+    )
+    try:
+        output, _ = process.communicate(timeout=PROCESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise GateError(f"the {tree.role} tree's measuring process ran past {PROCESS_TIMEOUT_S} s") from None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return process.returncode, output
+
+
+class Rounds:
+    def __init__(
+        self,
+        trees: list[Tree],
+        spec: dict,
+        seed: int,
+        scratch: Path,
+        log: Callable[[str], None],
+    ):
+        self.spec = spec  # tier, backend, instructions: what every process measures with
+        self.order = random.Random(seed).sample(trees, len(trees))
+        self.scratch = scratch
+        self.log = log
+        self.samples: dict[str, Samples] = {tree.role: {} for tree in trees}
+        self.processes = dict.fromkeys(self.samples, 0)
+        self.machine: Machine | None = None
+        self.planted: dict[str, list[float]] = {}  # workload -> kernel slowdowns achieved in head
+
+    def run(self, workloads: list[str]) -> None:
+        """One round: a process per tree, each measuring `workloads`."""
+        for tree in self.order:
+            self._measure(tree, workloads)
+        self.order.reverse()
+
+    def _measure(self, tree: Tree, workloads: list[str]) -> None:
+        number = sum(self.processes.values())
+        spec, record = (
+            self.scratch / f"{number}-{tree.role}-spec.json",
+            self.scratch / f"{number}-{tree.role}.json",
+        )
+        spec.write_text(json.dumps(self.spec | {"workloads": workloads}))
+        started = time.monotonic()
+        status, output = _run([sys.executable, "-m", "perfgate.worker", str(spec), str(record)], tree)
+        if not record.exists():
+            last = (output.strip().splitlines() or ["no output"])[-1]
+            raise GateError(f"the {tree.role} tree's measuring process exited {status}: {last}")
+        data = json.loads(record.read_text())
+        name = f"{tree.role} ({tree.commit[:10]})"
+        if "failed" in data:
+            error = data["failed"]["error"].splitlines()[0]
+            raise GateError(f"workload {data['failed']['workload']} failed in {name}: {error}")
+        if not Path(data["fuser"]).resolve().is_relative_to(tree.path.resolve()):
+            raise GateError(
+                f"{name} imported fuser from {data['fuser']}, not from its tree: something shadows PYTHONPATH"
+            )
+        machine = Machine(**data["machine"])
+        if self.machine is not None and machine != self.machine:
+            raise GateError(
+                f"processes ran on different devices ({self.machine.device}, {machine.device}): "
+                "pin one (CUDA_VISIBLE_DEVICES) and run again"
+            )
+        self.machine = machine
+        for workload, metrics in data["measurements"].items():
+            for metric, values in metrics.items():
+                sample = None if values is None else Sample.of(values)
+                self.samples[tree.role].setdefault(workload, {}).setdefault(metric, []).append(sample)
+        for workload, achieved in data["planted"].items():
+            self.planted.setdefault(workload, []).append(achieved)
+        self.processes[tree.role] += 1
+        self.log(f"{name}: {', '.join(workloads)} measured in {time.monotonic() - started:.0f} s")
