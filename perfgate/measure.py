@@ -4,8 +4,8 @@ GPU (everything CUDA is touched only inside these functions, so the CPU tier nev
 - kernel time: CUDA events around each rep, L2 flushed before each rep by writing a buffer twice the
   device's L2, warm-up excluded; median and MAD over reps. When the host launches slower than the
   device runs, the gaps between launches count too (as they do for the program's user).
-- host time: warm calls on tiny inputs, wall clock over a batch of calls closed by one synchronize;
-  median and MAD over batches.
+- host time: warm calls on tiny inputs over a batch of calls closed by one synchronize, by the wall
+  clock and by the calling thread's CPU time; median and MAD over batches.
 - cold compile time: the first call, with the fuser's kernel cache cleared and a program Dynamo has
   not compiled for these inputs (Triton's and Inductor's on-disk caches are left alone).
 - kernel launches per call: the fuser's counters for the fuser; the profiler's CUDA kernels otherwise.
@@ -93,8 +93,13 @@ def kernel_time_ms(step: Step, flush: torch.Tensor) -> Sample:
     return event_times_ms(step, reps, before_each=flush.zero_)
 
 
-def host_time_us(step: Step) -> Sample:
-    """Microseconds per warm call: batches of calls, each timed by the wall clock to one synchronize."""
+def host_times_us(step: Step) -> tuple[Sample, Sample]:
+    """Microseconds per warm call, as wall time and as the calling thread's CPU time: batches of
+    calls, each closed by one synchronize.
+
+    On a shared host, other tenants take the CPU from the launching thread for whole milliseconds:
+    wall time counts those stretches, the thread's CPU time does not (its per-process medians of
+    unchanged code spread 47-81 us in wall time on a lent H100, docs/perfgate.md)."""
     for _ in range(10):
         step()
     torch.cuda.synchronize()
@@ -103,15 +108,16 @@ def host_time_us(step: Step) -> Sample:
     torch.cuda.synchronize()
     fewest, most = HOST_CALLS
     calls = int(min(most, max(fewest, HOST_BATCH_S / max(time.perf_counter() - started, 1e-7))))
-    per_call = []
+    wall, cpu = [], []
     for _ in range(HOST_BATCHES):
         torch.cuda.synchronize()
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
         for _ in range(calls):
             step()
         torch.cuda.synchronize()
-        per_call.append((time.perf_counter() - started) / calls * 1e6)
-    return Sample.of(per_call)
+        wall.append((time.perf_counter_ns() - started) / calls * 1e-3)
+        cpu.append((time.thread_time_ns() - started_cpu) / calls * 1e-3)
+    return Sample.of(wall), Sample.of(cpu)
 
 
 @dataclass
@@ -145,12 +151,13 @@ def prepare_on_gpu(workload: Workload, backend: Backend, device: str = "cuda") -
 def time_on_gpu(prepared: Prepared, flush: torch.Tensor, copy_peak: float) -> Measurements:
     """The timings, with the counts of `prepare_on_gpu`."""
     kernel = kernel_time_ms(prepared.step, flush)
-    host = host_time_us(prepared.tiny_step)
+    host_wall, host_cpu = host_times_us(prepared.tiny_step)
     moved = prepared.measurements["bytes_moved"].median
     fraction = moved / (kernel.median * 1e-3) / copy_peak
     return prepared.measurements | {
         "kernel_time_ms": kernel,
-        "host_time_us": host,
+        "host_time_us": host_wall,
+        "host_cpu_us": host_cpu,
         "bandwidth_fraction": Sample.exact(fraction),
     }
 

@@ -75,11 +75,21 @@ METRICS: dict[str, Metric] = {
         Metric(
             "host_time_us",
             "us",
+            Rule.INFO,
+            per_device=True,
+            description="wall time of one warm call on tiny inputs (launch overhead as the user waits it)",
+            # Shown, not judged: on a shared host it counts the stretches other tenants hold the CPU,
+            # and per-process medians of unchanged code spread 47-81 us on a lent H100.
+        ),
+        Metric(
+            "host_cpu_us",
+            "us",
             Rule.INTERVAL,
             per_device=True,
-            description="wall time of one warm call on tiny inputs (launch overhead)",
-            # Wall clock on a host CPU moves more than device time (per-process medians of unchanged
-            # code spread over 55-65 us on a lent H100); 15 us more per call is 25% of a 60 us call.
+            description="CPU time of the launching thread per warm call on tiny inputs (launch overhead)",
+            # The host-side cost the gate judges: what the compiled program's code spends, not what the
+            # host's other tenants take. 15 us more per call is 25% of a 60 us call; 10% keeps
+            # unchanged code's process-to-process spread inside the threshold.
             threshold=0.10,
         ),
         Metric(
@@ -105,6 +115,7 @@ TIER_METRICS: dict[str, tuple[str, ...]] = {
         "bytes_moved",
         "kernel_time_ms",
         "host_time_us",
+        "host_cpu_us",
         "compile_time_s",
         "bandwidth_fraction",
     ),

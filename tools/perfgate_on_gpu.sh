@@ -66,13 +66,13 @@ for run in ("aa", "catch1", "catch2"):
         print(f"{run:8} (no report: see {run}.log)")
         continue
     benchmarks = json.loads(path.read_text())["benchmarks"]
-    for metric in ("kernel_time_ms", "host_time_us"):
+    for metric in ("kernel_time_ms", "host_cpu_us", "host_time_us"):
         rows = [b["extra_info"] for b in benchmarks if b["group"] == metric and b["extra_info"]["against"] == "base"]
         if not rows:
             continue
         count = lambda status: sum(r["verdict"] == status for r in rows)
         ratios = [r["ratio"] for r in rows]
-        below = max(r["ratio"] - r["interval"][0] for r in rows)
+        below = max((r["ratio"] - r["interval"][0] for r in rows if r.get("interval")), default=float("nan"))
         print(f"{run:8} {metric:14} {len(rows):>8} {count('REGRESSION'):>5} {count('inconclusive'):>7} {count('ok'):>4}"
               f"  {min(ratios):.3f}-{max(ratios):.3f}     {below:.3f}")
 spread = out / "spread" / "spread.json"

@@ -59,6 +59,7 @@ def test_a_gpu_update_records_every_gpu_metric(stand_in_for_cuda, tmp_path):
     assert set(section["devices"]["stand-in"]["workloads"]["pointwise_chain"]) == {
         "kernel_time_ms",
         "host_time_us",
+        "host_cpu_us",
         "compile_time_s",
         "bandwidth_fraction",
     }
