@@ -2,10 +2,11 @@
 
 GPU (everything CUDA is touched only inside these functions, so the CPU tier never needs it):
 - kernel time: CUDA events around each rep, L2 flushed before each rep by writing a buffer twice the
-  device's L2, warm-up excluded; median and MAD over reps. When the host launches slower than the
-  device runs, the gaps between launches count too (as they do for the program's user).
+  device's L2, a sleep kernel holding the stream until the whole call is queued (so launch gaps,
+  the host's cost, are not counted), warm-up excluded; median and MAD over reps.
 - host time: warm calls on tiny inputs over a batch of calls closed by one synchronize, by the wall
-  clock and by the calling thread's CPU time; median and MAD over batches.
+  clock, and relative to an eager reference call timed right after each batch (the host's speed
+  drifts); median and MAD over batches.
 - cold compile time: the first call, with the fuser's kernel cache cleared and a program Dynamo has
   not compiled for these inputs (Triton's and Inductor's on-disk caches are left alone).
 - kernel launches per call: the fuser's counters for the fuser; the profiler's CUDA kernels otherwise.
@@ -18,6 +19,7 @@ backends have none to read, so None), bytes moved, and instructions per call (`p
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,11 +30,14 @@ import fuser
 from perfgate.backends import Backend
 from perfgate.instructions import Job, count_instructions
 from perfgate.metrics import Measurements, Sample
-from perfgate.workloads import Step, Workload
+from perfgate.workloads import Step, Workload, tensors_in
 
 # Kernel time: as many reps as fit in the budget, within MIN_REPS..MAX_REPS, after WARMUP_REPS.
 KERNEL_TIME_BUDGET_S = 0.3
 MIN_REPS, MAX_REPS, WARMUP_REPS = 25, 200, 3
+# The sleep kernel before each rep: HOLD_FACTOR times the call's enqueue time, in cycles at a clock no
+# GPU exceeds (a faster clock only shortens the hold).
+HOLD_FACTOR, HOLD_CLOCK_HZ = 4, 2.0e9
 # Host time: HOST_BATCHES batches, each of as many calls as fit in HOST_BATCH_S (5 to 500).
 HOST_BATCHES, HOST_BATCH_S, HOST_CALLS = 9, 0.05, (5, 500)
 
@@ -67,8 +72,17 @@ def l2_flush_buffer(device: str) -> torch.Tensor:
     return torch.empty(2 * l2_bytes, dtype=torch.uint8, device=device)
 
 
-def event_times_ms(call: Callable[[], object], reps: int, before_each: Callable[[], object] | None) -> Sample:
-    """Device milliseconds of `call`, per rep between two CUDA events, after WARMUP_REPS untimed reps."""
+def event_times_ms(
+    call: Callable[[], object],
+    reps: int,
+    before_each: Callable[[], object] | None,
+    hold_cycles: int = 0,
+) -> Sample:
+    """Device milliseconds of `call`, per rep between two CUDA events, after WARMUP_REPS untimed reps.
+
+    With `hold_cycles`, a sleep kernel holds the stream before each rep's first event, long enough
+    for the host to queue the whole call behind it: the events then time the device's work alone,
+    not the gaps a slow host leaves between launches."""
     for _ in range(WARMUP_REPS):
         call()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -76,6 +90,8 @@ def event_times_ms(call: Callable[[], object], reps: int, before_each: Callable[
     for start, end in zip(starts, ends, strict=True):
         if before_each is not None:
             before_each()
+        if hold_cycles:
+            torch.cuda._sleep(hold_cycles)
         start.record()
         call()
         end.record()
@@ -83,41 +99,72 @@ def event_times_ms(call: Callable[[], object], reps: int, before_each: Callable[
     return Sample.of([start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)])
 
 
+def enqueue_seconds(call: Callable[[], object]) -> float:
+    """Host wall time to issue one call, without waiting for it (the median of a few)."""
+    issued = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        call()
+        issued.append(time.perf_counter() - started)
+    torch.cuda.synchronize()
+    return statistics.median(issued)
+
+
 def kernel_time_ms(step: Step, flush: torch.Tensor) -> Sample:
+    """Device time of one call, its launches queued before the first runs (see event_times_ms).
+
+    Launch gaps are the host's cost, judged by host time: counted here, they made one workload's
+    kernel time vary 28% between processes of one tree on a lent H100 while its device time
+    varied 0.1% (perfgate.spread, docs/perfgate.md)."""
     torch.cuda.synchronize()
     started = time.perf_counter()
     step()
     torch.cuda.synchronize()
     one_call_s = time.perf_counter() - started
     reps = int(min(MAX_REPS, max(MIN_REPS, KERNEL_TIME_BUDGET_S / max(one_call_s, 1e-6))))
-    return event_times_ms(step, reps, before_each=flush.zero_)
+    hold_cycles = int(HOLD_FACTOR * enqueue_seconds(step) * HOLD_CLOCK_HZ)
+    return event_times_ms(step, reps, before_each=flush.zero_, hold_cycles=hold_cycles)
+
+
+def reference_call(device: str) -> Callable[[], object]:
+    """The host's yardstick: one eager tiny add, the same code in every tree and process."""
+    a, b = torch.ones(8, device=device), torch.ones(8, device=device)
+    out = torch.empty_like(a)
+    return lambda: torch.add(a, b, out=out)
+
+
+def _per_call_us(call: Callable[[], object], calls: int) -> float:
+    torch.cuda.synchronize()
+    started = time.perf_counter_ns()
+    for _ in range(calls):
+        call()
+    torch.cuda.synchronize()
+    return (time.perf_counter_ns() - started) / calls * 1e-3
 
 
 def host_times_us(step: Step) -> tuple[Sample, Sample]:
-    """Microseconds per warm call, as wall time and as the calling thread's CPU time: batches of
-    calls, each closed by one synchronize.
+    """Host time per warm call on tiny inputs: microseconds of wall time, and the same as a multiple
+    of the reference call's, timed in the batch right after (batches of calls, each closed by one
+    synchronize; median and MAD over batches).
 
-    On a shared host, other tenants take the CPU from the launching thread for whole milliseconds:
-    wall time counts those stretches, the thread's CPU time does not (its per-process medians of
-    unchanged code spread 47-81 us in wall time on a lent H100, docs/perfgate.md)."""
+    The host of a lent GPU changes speed from one process to the next and within one (per-process
+    medians of unchanged code spread 44-110 us on an H100, the thread's CPU time with them): the
+    reference call slows with it, so the ratio keeps what the compiled program's own code costs."""
+    reference = reference_call(next(iter(tensors_in(step.inputs))).device)
     for _ in range(10):
         step()
-    torch.cuda.synchronize()
+        reference()
     started = time.perf_counter()
-    step()
-    torch.cuda.synchronize()
+    _per_call_us(step, 1)
     fewest, most = HOST_CALLS
     calls = int(min(most, max(fewest, HOST_BATCH_S / max(time.perf_counter() - started, 1e-7))))
-    wall, cpu = [], []
+    wall, relative = [], []
     for _ in range(HOST_BATCHES):
-        torch.cuda.synchronize()
-        started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
-        for _ in range(calls):
-            step()
-        torch.cuda.synchronize()
-        wall.append((time.perf_counter_ns() - started) / calls * 1e-3)
-        cpu.append((time.thread_time_ns() - started_cpu) / calls * 1e-3)
-    return Sample.of(wall), Sample.of(cpu)
+        step_us = _per_call_us(step, calls)
+        wall.append(step_us)
+        relative.append(step_us / _per_call_us(reference, calls))
+    return Sample.of(wall), Sample.of(relative)
 
 
 @dataclass
@@ -151,13 +198,13 @@ def prepare_on_gpu(workload: Workload, backend: Backend, device: str = "cuda") -
 def time_on_gpu(prepared: Prepared, flush: torch.Tensor, copy_peak: float) -> Measurements:
     """The timings, with the counts of `prepare_on_gpu`."""
     kernel = kernel_time_ms(prepared.step, flush)
-    host_wall, host_cpu = host_times_us(prepared.tiny_step)
+    host_wall, host_relative = host_times_us(prepared.tiny_step)
     moved = prepared.measurements["bytes_moved"].median
     fraction = moved / (kernel.median * 1e-3) / copy_peak
     return prepared.measurements | {
         "kernel_time_ms": kernel,
         "host_time_us": host_wall,
-        "host_cpu_us": host_cpu,
+        "host_relative": host_relative,
         "bandwidth_fraction": Sample.exact(fraction),
     }
 

@@ -66,7 +66,7 @@ for run in ("aa", "catch1", "catch2"):
         print(f"{run:8} (no report: see {run}.log)")
         continue
     benchmarks = json.loads(path.read_text())["benchmarks"]
-    for metric in ("kernel_time_ms", "host_cpu_us", "host_time_us"):
+    for metric in ("kernel_time_ms", "host_relative", "host_time_us"):
         rows = [b["extra_info"] for b in benchmarks if b["group"] == metric and b["extra_info"]["against"] == "base"]
         if not rows:
             continue

@@ -12,7 +12,7 @@ from perfgate.metrics import METRICS, Sample
 from perfgate.verdict import Status, failed, judge, pooled, ratio_interval
 
 KERNEL_TIME = METRICS["kernel_time_ms"]
-HOST_TIME = METRICS["host_cpu_us"]
+HOST_TIME = METRICS["host_relative"]
 LAUNCHES = METRICS["kernel_launches"]
 INSTRUCTIONS = METRICS["host_instructions"]
 
