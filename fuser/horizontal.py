@@ -160,11 +160,15 @@ def horizontal_source(part: KernelSource) -> KernelSource:
     )
 
 
-def _key(generated: object) -> str | None:
-    """The cache key of a part's pointwise source, or None if it is not a candidate."""
+def _key(generated: object) -> tuple | None:
+    """What parts of one group share, or None if the part is not a candidate: the cache key of its
+    source and the dtype of each pointer (a kernel's source does not name them: Triton specializes on
+    its arguments, but a horizontal kernel casts its addresses to them)."""
     if not isinstance(generated, list) or len(generated) != 1 or generated[0].kind != "pointwise":
         return None
-    return generated[0].cache_key
+    source = generated[0]
+    pointers = tuple(meta(a.node).dtype for _, a in source.params if a.kind in ("tensor", "output"))
+    return source.cache_key, pointers
 
 
 def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, object]]:
@@ -186,7 +190,7 @@ def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, obj
                     generated[id(part)] = error
             key = _key(generated[id(part)])
             if key is not None:
-                candidates.setdefault((key, str(step.device), depth), []).append((part, step))
+                candidates.setdefault((*key, str(step.device), depth), []).append((part, step))
     grouped: dict[int, Horizontal] = {}  # id(part) -> its group
     for members in candidates.values():
         if len(members) > 1:

@@ -123,3 +123,16 @@ def test_a_second_optimizer_with_another_number_of_tensors_reuses_the_compiled_k
     fuser.reset_counters()
     step()
     assert fuser.counters()["kernels_launched"] <= 2
+
+
+def test_kernels_of_one_source_over_different_dtypes_are_not_batched(device):
+    # The two negations generate the same source (pointer dtypes are the launch's arguments), but one
+    # horizontal kernel casts its addresses to one dtype: an int64 tensor read as float32 came out wrong.
+    def negate_both(a, b):
+        return torch.neg(a), torch.neg(b)
+
+    a = torch.randn(7, device=device)
+    b = torch.randint(-100, 100, (5,), dtype=torch.int64, device=device)
+    report = fuser.explain(negate_both, a, b)
+    assert report.num_kernels == 2
+    torch.testing.assert_close(report.result, negate_both(a, b))
