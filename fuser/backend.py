@@ -19,6 +19,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from fuser.autograd_pairs import split_pairs
 from fuser.compiler import compile_graph
+from fuser.foreach import foreach_decompositions
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
 from fuser.reductions import REDUCTION_BY_OVERLOAD
@@ -84,11 +85,12 @@ EAGER_WHOLE = [aten.index_add.default]
 
 @functools.cache
 def decomposition_table() -> dict:
-    """Core aten decompositions plus `COMPOSITES`, minus those of ops the fuser lowers whole or leaves
-    to eager whole (`EAGER_WHOLE`), and minus the forward of every pair the table would split: a forward
-    decomposed while the backward op that reads its saved outputs stays an op (`fuser.autograd_pairs`)."""
+    """Core aten decompositions plus `COMPOSITES` and the foreach ops (`fuser.foreach`), minus those of
+    ops the fuser lowers whole or leaves to eager whole (`EAGER_WHOLE`), and minus the forward of every
+    pair the table would split: a forward decomposed while the backward op that reads its saved outputs
+    stays an op (`fuser.autograd_pairs`)."""
     lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD, *EAGER_WHOLE}
-    table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
+    table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES), **foreach_decompositions()}
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward

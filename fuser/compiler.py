@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import metrics
+from fuser import horizontal, metrics
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
 from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable, whole_inputs
-from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, KernelStep
+from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, HorizontalStep, KernelStep
 from fuser.shapes import SizeBinder, free_symbols
 
 log = logging.getLogger("fuser")
@@ -133,6 +133,8 @@ def compile_graph(
     graph = graph_module.graph
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
+    if options.fuse and options.horizontal:
+        plan, generated = horizontal.batch(plan, generated)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
@@ -142,6 +144,15 @@ def compile_graph(
         if isinstance(step, fx.Node):
             steps.append(EagerStep(step, slots, counted=_is_counted(step)))
             reads.append(step.all_input_nodes)
+            continue
+        if isinstance(step, horizontal.Horizontal):
+            parts = [
+                KernelStep(generated[id(p)], p, slots, EagerKernel(p, slots), options.strict, binder.symbols)
+                for p in step.parts
+            ]
+            steps.append(HorizontalStep(step.source, parts, options.strict))
+            sources.append(step.source)
+            reads.append(step.leaves)
             continue
         fallback = EagerKernel(step, slots)
         if id(step) not in generated:  # not generated: its sizes use symbols no graph input binds

@@ -25,6 +25,9 @@ class Options:
     # False gives every lowered op a kernel of its own: the unfused baseline that perf and quality
     # tests compare fusion against.
     fuse: bool = True
+    # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
+    # that run the same computation over different tensors.
+    horizontal: bool = True
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -38,7 +41,12 @@ class Options:
         for name, value in options.items():
             if not isinstance(value, bool):
                 raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")
-        defaults = {"strict": _env_flag("FUSER_STRICT"), "log": _env_flag("FUSER_LOG"), "fuse": True}
+        defaults = {
+            "strict": _env_flag("FUSER_STRICT"),
+            "log": _env_flag("FUSER_LOG"),
+            "fuse": True,
+            "horizontal": True,
+        }
         chosen = cls(**(defaults | options))
         if chosen.log:
             show_log()

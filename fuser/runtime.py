@@ -526,3 +526,108 @@ def _fetch_attr(module: torch.nn.Module, target: str) -> Any:
     for part in target.split("."):
         value = getattr(value, part)
     return value
+
+
+@dataclass
+class HorizontalLaunch:
+    """A horizontal kernel's launch for one binding of the sizes: what does not change between calls."""
+
+    parts: list[Launch]  # each part's own launch (its outputs and argument template)
+    firsts: list[int]  # each part's first program
+    programs: torch.Tensor | None  # program -> part; None when no part has an element
+    block: int
+    launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
+
+
+class HorizontalStep:
+    """Launches a horizontal kernel (`fuser.horizontal`): one table row per part, built at each call from
+    the part's arguments (addresses of its tensors, its integers), so any number of parts of any sizes
+    share the one compiled kernel."""
+
+    def __init__(self, source: KernelSource, parts: list[KernelStep], strict: bool):
+        self.source = source
+        self.parts = parts
+        self.strict = strict
+        self.device = parts[0].kernel.device
+        self.interpreted = self.device.type == "cpu"
+        self.launches: dict[tuple[int, ...], HorizontalLaunch] = {}
+        self.failed = False
+
+    def launch(self, key: tuple[int, ...]) -> HorizontalLaunch:
+        if key not in self.launches:
+            parts = [part.launch(key) for part in self.parts]
+            numels = [
+                0 if launch.empty else launch.stages[0].template[_numel_position(part)]
+                for part, launch in zip(self.parts, parts, strict=True)
+            ]
+            biggest = max(numels)
+            block = min(CPU_MAX_BLOCK, _pow2(biggest)) if self.interpreted else GPU_BLOCK
+            counts = [triton.cdiv(n, block) for n in numels]
+            firsts, total = [], 0
+            for count in counts:
+                firsts.append(total)
+                total += count
+            owners = [p for p, count in enumerate(counts) for _ in range(count)]
+            programs = torch.tensor(owners, dtype=torch.int32, device=self.device) if owners else None
+            self.launches[key] = HorizontalLaunch(parts, firsts, programs, block)
+        return self.launches[key]
+
+    def __call__(self, env: list, key: tuple[int, ...]) -> None:
+        if self.failed:
+            self._fallback(env, key)
+            return
+        launch = self.launch(key)
+        rows = []
+        for part, part_launch, first in zip(self.parts, launch.parts, launch.firsts, strict=True):
+            outputs = [
+                torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+                for shape, strides, dtype, _ in part_launch.outputs
+            ]
+            for (_, _, _, slot), out in zip(part_launch.outputs, outputs, strict=True):
+                env[slot] = out
+            for slot in part.flat_inputs:
+                if not env[slot].is_contiguous():
+                    raise RuntimeError(
+                        f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
+                        f"strides {env[slot].stride()}; this is a bug in the fuser's layout tracking"
+                    )
+            arguments = part_launch.stages[0].arguments(env, outputs, [])
+            rows.append([a.data_ptr() if isinstance(a, torch.Tensor) else a for a in arguments] + [first])
+        if launch.programs is None:
+            return
+        try:
+            table = torch.tensor(rows, dtype=torch.int64)
+            if not self.interpreted:
+                table = table.pin_memory().to(self.device, non_blocking=True)
+            if launch.launcher is None:
+                launch.launcher = self._launcher(launch)
+            launch.launcher(table, launch.programs)
+            metrics.bump("kernels_launched")
+        except Exception as error:
+            if self.strict:
+                raise
+            log.warning(
+                "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
+                self.source.name,
+                type(error).__name__,
+                error,
+            )
+            metrics.bump("fallbacks")
+            self.failed = True
+            self._fallback(env, key)
+
+    def _launcher(self, launch: HorizontalLaunch) -> Callable:
+        kernel = load_kernel(self.source, self.interpreted)
+        grid = (len(launch.programs),)
+        if self.interpreted:
+            return _quietly(kernel[grid], {"BLOCK": launch.block})
+        options = {"BLOCK": launch.block, "num_warps": GPU_WARPS, **gpu_compile_options()}
+        return functools.partial(kernel[grid], **options)
+
+    def _fallback(self, env: list, key: tuple[int, ...]) -> None:
+        for part in self.parts:
+            part.fallback(env, key)
+
+
+def _numel_position(part: KernelStep) -> int:
+    return [name for name, _ in part.variants[0].params].index("numel")

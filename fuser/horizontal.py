@@ -1,0 +1,246 @@
+"""Horizontal fusion: independent pointwise kernels of one shape of computation become one launch.
+
+An optimizer step decomposes (`fuser.foreach`) into the same chain of pointwise ops for every parameter.
+Vertical fusion makes that one kernel per parameter (parameters differ in size), plus one kernel that
+holds every parameter's step-count update (they all have shape ()). Those kernels generate the *same*
+Triton source: sizes and strides are arguments and the source depends only on the op sequence, the
+dtypes, the rank and the layout class. This pass batches them.
+
+1. Each pointwise kernel is split into its independent parts: members that share no computed node
+   (the 200 step updates of one shape-() kernel are 200 parts).
+2. Parts whose source is the same (same cache key), on one device, at the same depth of the step graph
+   (the longest path of steps before them) form a group. Equal depth makes the groups safe to merge: a
+   step's dependencies all lie at smaller depths, so no group can wait on itself.
+3. A group of two or more becomes one `Horizontal` step; the parts of a kernel that join no group are
+   merged back into one kernel, as the partitioner made it.
+
+The horizontal kernel is the part's kernel with its parameters turned into data: one row per part in
+an int64 table (each pointer as an address, each integer as itself, then the part's first program),
+and a table mapping each program to its part. A program loads its row, casts each address with
+`.to(tl.pointer_type(dtype))` and runs the part's body unchanged. So one compiled kernel serves any
+number of parts of any sizes: the table is built at launch (`fuser.runtime.HorizontalStep`).
+Triton's interpreter dereferences such pointers too, so the CPU runs the same kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from torch import fx
+
+from fuser.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
+from fuser.dtypes import triton_name
+from fuser.nodes import meta
+from fuser.partition import Kernel, Plan
+
+# The table columns after a part's parameters: the first program of the part.
+EXTRA_COLUMNS = ("first_program",)
+
+
+@dataclass
+class Horizontal:
+    """One launch computing `parts` (pointwise kernels of one source), one table row each."""
+
+    parts: list[Kernel]
+    source: KernelSource  # the horizontal kernel
+    part_source: KernelSource  # what each part would run alone
+
+    @property
+    def leaves(self) -> list[fx.Node]:
+        return [leaf for part in self.parts for leaf in part.leaves]
+
+    @property
+    def members(self) -> list[fx.Node]:
+        return [member for part in self.parts for member in part.members]
+
+
+def split(kernel: Kernel) -> list[Kernel]:
+    """The independent parts of a pointwise kernel: its members grouped so that no two parts compute a
+    common node (a member inlined into another member, or a shared intermediate, keeps them together)."""
+    computed = set(kernel.computed)
+    owner: dict[fx.Node, int] = {}  # computed node -> the part (by its first member's position)
+    parent = list(range(len(kernel.members)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for position, member in enumerate(kernel.members):
+        stack, seen = [member], set()
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node in owner:
+                parent[find(position)] = find(owner[node])
+            else:
+                owner[node] = position
+            stack.extend(n for n in node.all_input_nodes if n in computed)
+    groups: dict[int, list[int]] = {}
+    for position in range(len(kernel.members)):
+        groups.setdefault(find(position), []).append(position)
+    if len(groups) == 1:
+        return [kernel]
+    parts = []
+    for positions in groups.values():
+        members = [kernel.members[p] for p in positions]
+        part_nodes = {n for n, p in owner.items() if find(p) == find(positions[0])}
+        parts.append(_subkernel(kernel, members, part_nodes))
+    return parts
+
+
+def _subkernel(kernel: Kernel, members: list[fx.Node], nodes: set[fx.Node]) -> Kernel:
+    computed = [n for n in kernel.computed if n in nodes]
+    reads = {source for node in computed for source in node.all_input_nodes if source not in nodes}
+    leaves = [n for n in kernel.leaves if n in reads]
+    return Kernel(members, kernel.shape, kernel.device, None, computed, leaves)
+
+
+def _merge(kernel: Kernel, parts: list[Kernel]) -> Kernel:
+    """The parts of `kernel` as one kernel again (members in the kernel's order)."""
+    members = {m for part in parts for m in part.members}
+    nodes = {n for part in parts for n in part.computed}
+    return _subkernel(kernel, [m for m in kernel.members if m in members], nodes)
+
+
+def _depths(steps: list) -> list[int]:
+    """Each step's depth: the longest path of steps that must run before it."""
+    writer: dict[fx.Node, int] = {}
+    depths = []
+    for position, step in enumerate(steps):
+        reads = step.leaves if isinstance(step, Kernel) else step.all_input_nodes
+        depth = max((depths[writer[r]] + 1 for r in reads if r in writer), default=0)
+        depths.append(depth)
+        for node in step.members if isinstance(step, Kernel) else (step,):
+            writer[node] = position
+    return depths
+
+
+def horizontal_source(part: KernelSource) -> KernelSource:
+    """The horizontal kernel of `part`'s source: the same body, its parameters read from a table row."""
+    params = [name for name, _ in part.params]
+    columns = len(params) + len(EXTRA_COLUMNS)
+    int64 = "pid.to(tl.int64)" in part.source
+    lines = [
+        "program = tl.program_id(0)",
+        "part = tl.load(programs_ptr + program)  # which part (tensor) this program works on",
+        f"row = table_ptr + part * {columns}",
+        f"pid = program - tl.load(row + {len(params)}).to(tl.int32)  # the program within its part",
+    ]
+    for column, (name, arg) in enumerate(part.params):
+        if arg.kind in ("tensor", "output"):
+            pointer = f"tl.pointer_type({triton_name(meta(arg.node).dtype)})"
+            lines.append(f"{name} = tl.load(row + {column}).to({pointer})")
+        else:
+            lines.append(f"{name} = tl.load(row + {column}){'' if int64 else '.to(tl.int32)'}")
+    body = part.source.split("pid = tl.program_id(0)\n", 1)[1]
+    lines += [line.removeprefix("    ") for line in body.rstrip("\n").split("\n")]
+    name = f"{part.name}_horizontal"
+    text = function(name, ["table_ptr", "programs_ptr", "BLOCK: tl.constexpr"], lines)
+    header = "\n".join(
+        [
+            f"# {name}: horizontal kernel, one table row per tensor ({columns} columns: "
+            f"{', '.join(params + list(EXTRA_COLUMNS))})",
+            *re.findall(r"^#.*$", part.source, flags=re.M)[1:],
+        ]
+    )
+    return KernelSource(
+        name=name,
+        source=f"{header}\n{PRELUDE}\n\n{text}",
+        cache_key=hashlib.sha256(text.encode()).hexdigest(),
+        params=(),
+        covers=part.covers,
+        flat_inputs=(),
+        kind="horizontal",
+    )
+
+
+def _key(generated: object) -> tuple | None:
+    """What parts of one group share, or None if the part is not a candidate: the cache key of its
+    source and the dtype of each pointer (a kernel's source does not name them: Triton specializes on
+    its arguments, but a horizontal kernel casts its addresses to them)."""
+    if not isinstance(generated, list) or len(generated) != 1 or generated[0].kind != "pointwise":
+        return None
+    source = generated[0]
+    pointers = tuple(meta(a.node).dtype for _, a in source.params if a.kind in ("tensor", "output"))
+    return source.cache_key, pointers
+
+
+def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, object]]:
+    """`plan` with its horizontally fusible kernels grouped into `Horizontal` steps, and the generated
+    variants of every kernel it now holds (by id)."""
+    depths = _depths(plan.steps)
+    candidates: dict[tuple, list[tuple[Kernel, Kernel]]] = {}  # key -> [(part, its kernel)]
+    parts_of: dict[int, list[Kernel]] = {}
+    for step, depth in zip(plan.steps, depths, strict=True):
+        if not isinstance(step, Kernel) or step.space is not None or _key(generated.get(id(step))) is None:
+            continue
+        parts = split(step)
+        parts_of[id(step)] = parts
+        for part in parts:
+            if part is not step:
+                try:
+                    generated[id(part)] = [package(PointwiseBuilder(part), "pointwise")]
+                except Exception as error:  # the kernel as a whole generated: keep the part with it
+                    generated[id(part)] = error
+            key = _key(generated[id(part)])
+            if key is not None:
+                candidates.setdefault((*key, str(step.device), depth), []).append((part, step))
+    grouped: dict[int, Horizontal] = {}  # id(part) -> its group
+    for members in candidates.values():
+        if len(members) > 1:
+            parts = [part for part, _ in members]
+            part_source = generated[id(parts[0])][0]
+            group = Horizontal(parts, horizontal_source(part_source), part_source)
+            for part in parts:
+                grouped[id(part)] = group
+    steps: list = []
+    placed: set[int] = set()
+    for step in plan.steps:
+        parts = parts_of.get(id(step))
+        if parts is None or not any(id(p) in grouped for p in parts):
+            steps.append(step)
+            continue
+        for part in parts:
+            group = grouped.get(id(part))
+            if group is not None and id(group) not in placed:
+                placed.add(id(group))
+                steps.append(group)
+        alone = [p for p in parts if id(p) not in grouped]
+        if alone:
+            rest = _merge(step, alone) if len(alone) > 1 else alone[0]
+            if rest is not alone[0]:
+                try:
+                    generated[id(rest)] = [package(PointwiseBuilder(rest), "pointwise")]
+                except Exception as error:
+                    generated[id(rest)] = error
+            steps.append(rest)
+    return Plan(_schedule(steps), plan.fallbacks), generated
+
+
+def _schedule(steps: list) -> list:
+    """A topological order of `steps` (a group runs where its first part stood; it may run later if a
+    part waits on a step placed after that)."""
+    writer: dict[fx.Node, int] = {}
+    for position, step in enumerate(steps):
+        for node in step.members if isinstance(step, Kernel | Horizontal) else (step,):
+            writer[node] = position
+    reads = [step.leaves if isinstance(step, Kernel | Horizontal) else step.all_input_nodes for step in steps]
+    done: set[int] = set()
+    order: list = []
+    waiting = list(range(len(steps)))
+    while waiting:
+        for position in waiting:
+            if all(writer[r] in done for r in reads[position] if r in writer and writer[r] != position):
+                done.add(position)
+                order.append(steps[position])
+                waiting.remove(position)
+                break
+        else:
+            raise RuntimeError("fuser: horizontal fusion made a cycle; this is a bug in fuser.horizontal")
+    return order
