@@ -84,13 +84,16 @@ EAGER_WHOLE = [aten.index_add.default]
 
 
 @functools.cache
-def decomposition_table() -> dict:
-    """Core aten decompositions plus `COMPOSITES` and the foreach ops (`fuser.foreach`), minus those of
+def decomposition_table(foreach: bool = True) -> dict:
+    """Core aten decompositions plus `COMPOSITES` and (with `foreach`, where horizontal fusion will
+    batch their per-tensor kernels) the foreach ops (`fuser.foreach`), minus those of
     ops the fuser lowers whole or leaves to eager whole (`EAGER_WHOLE`), and minus the forward of every
     pair the table would split: a forward decomposed while the backward op that reads its saved outputs
     stays an op (`fuser.autograd_pairs`)."""
     lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD, *EAGER_WHOLE}
-    table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES), **foreach_decompositions()}
+    table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
+    if foreach:
+        table |= foreach_decompositions()
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
@@ -118,5 +121,5 @@ def fuser_backend(
         example_inputs,
         fw_compiler=forward,
         bw_compiler=backward,
-        decompositions=decomposition_table(),
+        decompositions=decomposition_table(foreach=chosen.fuse and chosen.horizontal_for(example_inputs)),
     )

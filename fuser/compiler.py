@@ -133,7 +133,7 @@ def compile_graph(
     graph = graph_module.graph
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
-    if options.fuse and options.horizontal:
+    if options.fuse and options.horizontal_for(example_inputs):
         plan, generated = horizontal.batch(plan, generated)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)

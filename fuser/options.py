@@ -26,8 +26,17 @@ class Options:
     # tests compare fusion against.
     fuse: bool = True
     # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
-    # that run the same computation over different tensors.
-    horizontal: bool = True
+    # that run the same computation over different tensors. None (the default): on for CPU tensors
+    # (Triton's interpreter), off for CUDA until a recorded GPU run validates it (docs/design.md);
+    # FUSER_HORIZONTAL=1 or 0 sets it everywhere.
+    horizontal: bool | None = None
+
+    def horizontal_for(self, example_inputs: list[Any]) -> bool:
+        """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
+        that feed it): as asked, else on for the interpreter and off for CUDA, not yet validated there."""
+        if self.horizontal is not None:
+            return self.horizontal
+        return not any(getattr(t, "is_cuda", False) for t in example_inputs)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -45,7 +54,7 @@ class Options:
             "strict": _env_flag("FUSER_STRICT"),
             "log": _env_flag("FUSER_LOG"),
             "fuse": True,
-            "horizontal": True,
+            "horizontal": {"1": True, "0": False}.get(os.environ.get("FUSER_HORIZONTAL", "")),
         }
         chosen = cls(**(defaults | options))
         if chosen.log:

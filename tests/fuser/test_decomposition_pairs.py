@@ -348,8 +348,9 @@ def _touched_forwards() -> set[str]:
     return {str(p.forward) for p in saved_output_pairs() if p.forward in table or p.backward in table}
 
 
-def test_the_backend_decomposes_no_pair_by_halves():
-    assert split_pairs(decomposition_table()) == []
+@pytest.mark.parametrize("foreach", [True, False])
+def test_the_backend_decomposes_no_pair_by_halves(foreach):
+    assert split_pairs(decomposition_table(foreach)) == []
 
 
 def test_the_stock_core_table_splits_cpu_attention_which_the_backend_does_not():

@@ -34,6 +34,13 @@ OPTIMIZERS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def horizontal_on(monkeypatch):
+    # On CUDA the fuser leaves horizontal fusion off until a recorded GPU run validates it: these
+    # tests are that validation wherever they run.
+    monkeypatch.setenv("FUSER_HORIZONTAL", "1")
+
+
 def _params(device, sizes=SIZES, dtypes=(torch.float32,)):
     generator = torch.Generator().manual_seed(0)
     return [
@@ -87,7 +94,7 @@ def test_adam_over_50_tensors_of_mixed_sizes_is_at_most_two_kernels(device):
     assert counts["extern_calls"] == 0 and counts["fallbacks"] == 0, counts
 
 
-def test_without_horizontal_fusion_it_is_a_kernel_per_tensor(device):
+def test_without_horizontal_fusion_the_foreach_ops_stay_whole_and_run_eagerly(device):
     params = _params(device, sizes=[1 + (i * 97) % 2000 for i in range(10)])
     optimizer = torch.optim.Adam(params, lr=1e-2, foreach=True)
     step = torch.compile(optimizer.step, backend="fuser", options={"horizontal": False})
@@ -97,7 +104,11 @@ def test_without_horizontal_fusion_it_is_a_kernel_per_tensor(device):
         step()
     fuser.reset_counters()
     step()
-    assert fuser.counters()["kernels_launched"] == 11  # one per tensor, and the step counts' kernel
+    # Decomposing foreach ops pays only where horizontal fusion batches the per-tensor kernels: without
+    # it they stay foreach calls (eager), and only the step counts' per-tensor adds are kernels.
+    counts = fuser.counters()
+    assert counts["extern_calls"] > 0
+    assert counts["kernels_launched"] == len(params)
 
 
 def test_mixed_dtypes_and_a_non_contiguous_parameter_match_eager(device):
