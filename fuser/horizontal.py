@@ -25,7 +25,6 @@ Triton's interpreter dereferences such pointers too, so the CPU runs the same ke
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 from torch import fx
@@ -121,8 +120,10 @@ def _depths(steps: list) -> list[int]:
     return depths
 
 
-def horizontal_source(part: KernelSource) -> KernelSource:
-    """The horizontal kernel of `part`'s source: the same body, its parameters read from a table row."""
+def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None) -> KernelSource:
+    """The horizontal kernel of `part`'s source: the same body, its parameters read from a table row.
+    `covers`: the aten nodes of every part it runs (the header names them all), `part`'s by default."""
+    covers = part.covers if covers is None else covers
     params = [name for name, _ in part.params]
     columns = len(params) + len(EXTRA_COLUMNS)
     int64 = "pid.to(tl.int64)" in part.source
@@ -146,7 +147,8 @@ def horizontal_source(part: KernelSource) -> KernelSource:
         [
             f"# {name}: horizontal kernel, one table row per tensor ({columns} columns: "
             f"{', '.join(params + list(EXTRA_COLUMNS))})",
-            *re.findall(r"^#.*$", part.source, flags=re.M)[1:],
+            "# covers:",
+            *(f"#   {line}" for line in covers),
         ]
     )
     return KernelSource(
@@ -154,7 +156,7 @@ def horizontal_source(part: KernelSource) -> KernelSource:
         source=f"{header}\n{PRELUDE}\n\n{text}",
         cache_key=hashlib.sha256(text.encode()).hexdigest(),
         params=(),
-        covers=part.covers,
+        covers=covers,
         flat_inputs=(),
         kind="horizontal",
     )
@@ -196,7 +198,8 @@ def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, obj
         if len(members) > 1:
             parts = [part for part, _ in members]
             part_source = generated[id(parts[0])][0]
-            group = Horizontal(parts, horizontal_source(part_source), part_source)
+            covers = tuple(line for part in parts for line in generated[id(part)][0].covers)
+            group = Horizontal(parts, horizontal_source(part_source, covers), part_source)
             for part in parts:
                 grouped[id(part)] = group
     steps: list = []
