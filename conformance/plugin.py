@@ -29,7 +29,7 @@ from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
 from conformance.catalog import SPECS
 from conformance.ledger import Ledger
 from conformance.runner import resolve_backend, supported_dtypes
-from conformance.tiers import TIER_NAMES, cases_for
+from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
 
@@ -120,6 +120,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     config = metafunc.config
     chosen = selection(config)
+    if chosen.tier not in OP_TIERS:
+        metafunc.parametrize(FIXTURE, [])  # deselected below: this tier runs no op case
+        return
     ledger = Ledger.load(Path(config.getoption("ledger")) if config.getoption("ledger") else None, SPECS)
     # A ledger entry that matches no case of the whole suite is a typo or a fixed bug (checked on
     # unfiltered runs: a run of one op leaves the other ops' entries unmatched by design).
@@ -166,6 +169,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"no conformance case matches this selection ({chosen}); check --op/--dtype/--device"
         )
     metafunc.parametrize(FIXTURE, params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tier picks the tests: op cases for `quick` and `full`, the model blocks for `models`."""
+    models = config.getoption("tier") == "models"
+    keep, drop = [], []
+    for item in items:
+        is_block = item.path.name == "test_blocks.py" and item.path.parent.name == "conformance"
+        is_op_case = FIXTURE in getattr(item, "fixturenames", ())
+        (drop if (models and is_op_case) or (not models and is_block) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def untested_ops(ops: list[str], dtypes_of: Callable[[str], tuple[str, ...]]) -> list[str]:
