@@ -279,7 +279,7 @@ class Builder:
         kind = VIEW_BY_OVERLOAD[node.target].name
         mapped = source_index(
             kind,
-            bind_arguments(node),
+            miscompiles.rewrite("view_args", bind_arguments(node), node=node),
             index,
             meta(source).shape,
             meta(node).shape,
@@ -323,7 +323,7 @@ class Builder:
                 operands.append(self.cast(name, held, want))
             else:
                 operands.append(_constant(arg, want, common if typing is Typing.COMMON else None))
-        attrs = {a: bound[a] for a in op.attrs}
+        attrs = miscompiles.rewrite("pointwise_attrs", {a: bound[a] for a in op.attrs}, node=node)
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype
         if op.wants_device:
@@ -395,7 +395,7 @@ class PointwiseBuilder(Builder):
         lines = [
             "pid = tl.program_id(0)",
             f"offset = {start} + tl.arange(0, BLOCK)",
-            "mask = offset < numel",
+            f"mask = offset < {miscompiles.rewrite('block_mask', 'numel', builder=self)}",
             *index_lines,
             *self.body,
         ]

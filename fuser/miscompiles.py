@@ -17,6 +17,10 @@ Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind 
 - `leaf_index`: the index a kernel loads an input at (context: builder, node).
 - `leaf_value`: an input's value at an index, before it is loaded (context: builder, node, index).
 - `loop_mask`: the column bound of a looped row kernel's mask (context: builder, end).
+- `pointwise_attrs`: a pointwise node's attributes, such as a rounding mode (context: node).
+- `block_mask`: the element bound of a pointwise kernel's block mask (context: builder).
+- `reduction_identity`: a float row reduction's identity for masked lanes (context: kind).
+- `view_args`: a view's bound arguments, before its index is mapped to its source's (context: node).
 - `graph`: the aten graph before partitioning (context: backward).
 
 The kind is read at each compile, so a test may set the variable in-process between compiles.
@@ -25,6 +29,7 @@ The kind is read at each compile, so a test may set the variable in-process betw
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +47,10 @@ POINTS = (
     "leaf_value",
     "loop_mask",
     "graph",
+    "pointwise_attrs",
+    "block_mask",
+    "reduction_identity",
+    "view_args",
 )
 
 
@@ -162,9 +171,105 @@ def _note_updated_inputs(graph: fx.Graph, argument: None, backward: bool) -> fx.
     return graph
 
 
+# --- the conformance suite's catching table (docs/conformance.md) ----------------------------------
+
+
+def _partial_block_mask(bound: str, argument: None, builder: Any) -> str:
+    # The last block, when partial, masks off its last element; full blocks are right.
+    return f"({bound} - (({bound} % BLOCK) != 0).to(tl.int32))"
+
+
+def _leaf_broadcast_stride_dropped(index: tuple, argument: None, builder: Any, arg: Any, out_shape) -> tuple:
+    # An input read straight from memory and broadcast against the output reads its innermost live dim at
+    # index 0, as if it were broadcast there too.
+    if (
+        not isinstance(arg, fx.Node)
+        or arg in builder.computed
+        or tuple(arg.meta["val"].shape) == tuple(out_shape)
+    ):
+        return index
+    live = [d for d, i in enumerate(index) if i != "0"]
+    return tuple("0" if live and d == live[-1] else i for d, i in enumerate(index))
+
+
+def _reduction_identity(identity: str, argument: None, kind: str) -> str:
+    # max and min start from 0 instead of -inf / +inf: wrong only where a row lies wholly below (above)
+    # zero and has masked lanes.
+    return "0" if kind in ("max", "min") else identity
+
+
+def _nan_not_propagated(expr: str, argument: None, node: fx.Node, op: Any) -> str:
+    # maximum, minimum and clamp take the non-nan operand, as tl.maximum does by default.
+    return expr.replace("propagate_nan=tl.PropagateNan.ALL", "propagate_nan=tl.PropagateNan.NONE")
+
+
+def _view_step_ignored(bound: dict, argument: None, node: fx.Node) -> dict:
+    # A strided slice computed inside a kernel reads consecutive elements (its step taken as 1).
+    return bound | {"step": 1} if bound.get("step", 1) != 1 else bound
+
+
+def _rounding_mode_swapped(attrs: dict, argument: None, node: fx.Node) -> dict:
+    swapped = {"floor": "trunc", "trunc": "floor"}
+    if attrs.get("rounding_mode") in swapped:
+        return attrs | {"rounding_mode": swapped[attrs["rounding_mode"]]}
+    return attrs
+
+
+def _zero_sign_flipped(expr: str, argument: None, node: fx.Node, op: Any) -> str:
+    # neg computed as 0 - x: neg(+0.0) gives +0.0 instead of -0.0 (x + 0.0 turns -0.0 into +0.0).
+    if str(node.target) != "aten.neg.default" or not node.meta["val"].dtype.is_floating_point:
+        return expr
+    return f"(({expr}) + 0.0)"
+
+
+def _constant_rounded(expr: str, argument: None, node: fx.Node, op: Any) -> str:
+    # Every float literal with more than four significant digits rounded to four (0.7978845608 -> 0.7979).
+    def four_digits(match: re.Match) -> str:
+        return (
+            f"{float(match.group(0)):.4g}"
+            if len(match.group(0).replace(".", "").lstrip("0")) > 4
+            else match.group(0)
+        )
+
+    return re.sub(r"(?<![\w.])\d+\.\d+(?:e-?\d+)?", four_digits, expr)
+
+
 # --- the registry -------------------------------------------------------------------------------
 
 KINDS: dict[str, Miscompile] = {
+    # The catching table's kinds (docs/conformance.md): which tier of the suite finds each.
+    "partial_block_mask": Miscompile(
+        "a pointwise kernel's last block, when partial, masks off its last element",
+        {"block_mask": _partial_block_mask},
+    ),
+    "broadcast_misread": Miscompile(
+        "an input broadcast against the output reads its innermost live dim at index 0",
+        {"operand_index": _leaf_broadcast_stride_dropped},
+    ),
+    "reduction_identity": Miscompile(
+        "float max/min row reductions start masked lanes at 0 instead of -inf/+inf",
+        {"reduction_identity": _reduction_identity},
+    ),
+    "nan_not_propagated": Miscompile(
+        "maximum, minimum and clamp return the non-nan operand instead of nan",
+        {"pointwise_expr": _nan_not_propagated},
+    ),
+    "view_step_ignored": Miscompile(
+        "a slice with a step, computed inside a kernel, reads consecutive elements",
+        {"view_args": _view_step_ignored},
+    ),
+    "rounding_mode_swapped": Miscompile(
+        "division's rounding modes swapped: floor computes trunc and trunc floor",
+        {"pointwise_attrs": _rounding_mode_swapped},
+    ),
+    "zero_sign_flipped": Miscompile(
+        "neg computed as 0 - x: neg(+0.0) is +0.0, not -0.0",
+        {"pointwise_expr": _zero_sign_flipped},
+    ),
+    "constant_rounded": Miscompile(
+        "float constants inside a lowering's formula rounded to four significant digits",
+        {"pointwise_expr": _constant_rounded},
+    ),
     "wrong_lowering": Miscompile(
         "the named overload's lowering adds one to its value (negates a bool result)",
         {"pointwise_expr": _wrong_lowering},

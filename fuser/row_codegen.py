@@ -214,7 +214,8 @@ class RowBuilder(Builder):
     def _identity(self, kind: str, dtype: torch.dtype) -> str:
         combine = KINDS[kind]
         if dtype.is_floating_point:
-            return f"tl.full([XBLOCK, RBLOCK], {combine.identity}, {triton_name(dtype)})"
+            identity = miscompiles.rewrite("reduction_identity", combine.identity, kind=kind)
+            return f"tl.full([XBLOCK, RBLOCK], {identity}, {triton_name(dtype)})"
         low, high = INT_LIMITS[dtype]
         literal = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
         return f"tl.full([XBLOCK, RBLOCK], {literal}, {triton_name(dtype)})"
