@@ -244,7 +244,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if report.failed and crash is not None else ""
     samples = int(properties.get("samples", 0))
-    config_results().append(report_module_result(key, outcome, report.duration, samples, message))
+    ulps = properties.get("ulps")
+    result = report_module_result(key, outcome, report.duration, samples, message)
+    result.ulps = tuple(ulps) if ulps is not None else None
+    config_results().append(result)
 
 
 _RESULTS: list = []
