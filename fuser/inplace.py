@@ -124,4 +124,5 @@ def fold(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[fx.Node, 
             else:
                 reasons.append(f"{step.name} stays an eager copy: {reason}")
     steps = [s for s in plan.steps if not (isinstance(s, fx.Node) and s in folded)]
-    return Plan(steps, plan.fallbacks), into, reasons
+    fallbacks = [(node, reason) for node, reason in plan.fallbacks if node not in folded]
+    return Plan(steps, fallbacks), into, reasons
