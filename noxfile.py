@@ -39,9 +39,13 @@ def conformance(session: nox.Session) -> None:
     options = list(session.posargs)
     # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
     workers = [] if "--op" in options else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
+    # The optimizer-step programs run too, unless the run selects particular op cases.
+    selecting = any(o.split("=")[0] in ("--op", "--dtype", "--context", "--direction") for o in options)
+    programs = [] if selecting else ["conformance/test_optimizers.py"]
     session.run(
         "pytest",
         "conformance/test_ops.py",
+        *programs,
         "-p",
         "no:benchmark",
         *workers,
