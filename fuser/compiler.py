@@ -141,9 +141,7 @@ def compile_graph(
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     if options.fuse and options.horizontal_for(example_inputs):
         plan, generated = horizontal.batch(plan, generated)
-    plan, into, kept_copies = inplace.fold(plan, generated)
-    for reason in kept_copies:
-        log.info("%s", reason)
+    plan, into = inplace.fold(plan, generated)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")

@@ -108,21 +108,26 @@ def _obstacle(copy: fx.Node, units: dict, generated: dict[int, object]) -> str |
     return None
 
 
-def fold(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[fx.Node, fx.Node], list[str]]:
-    """`plan` without the `copy_` calls that kernels now make themselves; which member is stored into
-    which graph input; and, for each copy left eager, why."""
+def fold(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[fx.Node, fx.Node]]:
+    """`plan` without the `copy_` calls that kernels now make themselves, and which member is stored
+    into which graph input. A copy left eager keeps its place among the plan's fallbacks, with the
+    reason it was not folded (the log and `fuser.explain` show it)."""
     units = _units(plan.steps)
     into: dict[fx.Node, fx.Node] = {}
-    reasons: list[str] = []
-    folded: set[fx.Node] = set()
+    kept: dict[fx.Node, str] = {}
     for step in plan.steps:
         if isinstance(step, fx.Node) and step.target is aten.copy_.default:
             reason = _obstacle(step, units, generated)
             if reason is None:
                 into[step.args[1]] = step.args[0]
-                folded.add(step)
             else:
-                reasons.append(f"{step.name} stays an eager copy: {reason}")
-    steps = [s for s in plan.steps if not (isinstance(s, fx.Node) and s in folded)]
-    fallbacks = [(node, reason) for node, reason in plan.fallbacks if node not in folded]
-    return Plan(steps, fallbacks), into, reasons
+                kept[step] = f"not written in place: {reason}"
+    steps = [
+        s for s in plan.steps if not (isinstance(s, fx.Node) and s.target is aten.copy_.default) or s in kept
+    ]
+    fallbacks = [
+        (node, kept.get(node, reason))
+        for node, reason in plan.fallbacks
+        if node.target is not aten.copy_.default or node in kept
+    ]
+    return Plan(steps, fallbacks), into

@@ -38,7 +38,7 @@ def test_an_adam_step_writes_parameters_and_state_in_place_with_no_copies(device
     assert counts["kernels_launched"] == 2 and counts["extern_calls"] == 0, counts
     # Without folding, each parameter, exp_avg, exp_avg_sq and step is copied back by an eager copy_.
     torch._dynamo.reset()
-    monkeypatch.setattr(inplace, "fold", lambda plan, generated: (plan, {}, []))
+    monkeypatch.setattr(inplace, "fold", lambda plan, generated: (plan, {}))
     counts = _adam_step_counts(device, sizes)
     assert counts["kernels_launched"] == 2 and counts["extern_calls"] == 4 * len(sizes), counts
 
@@ -77,6 +77,8 @@ def test_a_reader_of_the_old_value_after_the_writing_kernel_keeps_the_copy_eager
     with caplog.at_level(logging.INFO, logger="fuser"):
         _check(update_and_use_old, torch.randn(50, device=device))
     assert "reads its target's old value after the writing kernel" in caplog.text
+    (reason,) = [r for op, r in fuser.explain(update_and_use_old, torch.randn(50)).fallbacks if "copy_" in op]
+    assert reason == "not written in place: add reads its target's old value after the writing kernel"
 
 
 def test_a_new_value_that_is_also_returned_does_not_alias_the_input(device, caplog):

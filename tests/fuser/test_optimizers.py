@@ -133,3 +133,17 @@ def test_what_the_fuser_leaves_eager_is_explained(device):
     report = fuser.explain(optim.RAdam(params, lr=1e-2, foreach=True).step)
     assert ("aten.scalar_tensor.default", "no lowering in the op table") in report.fallbacks
     assert report.num_kernels == 2
+
+
+def test_bf16_gradients_of_fp32_parameters_are_refused_by_torch_compile_itself(device):
+    # Eager foreach SGD, Adagrad and RMSprop take them (with grad_dtype = None); torch 2.13's Dynamo
+    # refuses them while tracing, for any backend. When a torch takes them, cover them above instead.
+    if not hasattr(torch.Tensor, "grad_dtype"):
+        pytest.skip("this torch has no Tensor.grad_dtype: a gradient must have its parameter's dtype")
+    param = torch.randn(5, device=device, requires_grad=True)
+    param.grad_dtype = None
+    param.grad = torch.randn(5, device=device).bfloat16()
+    optimizer = optim.SGD([param], lr=0.1, momentum=0.9, foreach=True)
+    optimizer.step()  # eager takes it
+    with pytest.raises(Exception, match="grad_dtype"):
+        torch.compile(optimizer.step, backend="eager")()
