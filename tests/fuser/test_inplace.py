@@ -122,3 +122,15 @@ def test_sgd_over_parameters_that_are_views_of_one_flat_buffer_matches_eager(dev
         return flat
 
     torch.testing.assert_close(run(True), run(False))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [lambda x: x.double() * 3, lambda x: (x[:1] * 3).bfloat16(), lambda x: x.t().contiguous().t() + 1],
+    ids=["cast", "broadcast", "transposed"],
+)
+def test_copy_into_an_input_casts_and_broadcasts_as_eager_does(device, source):
+    def copy_into(x):
+        x.copy_(source(x))
+
+    _check(copy_into, torch.randn(4, 4, device=device))
