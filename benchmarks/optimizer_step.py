@@ -20,13 +20,13 @@ of the same parameters, state and gradients:
 For each: the first call's seconds (compile time, for the compiled ones), whether its parameters and
 state after 3 steps match eager's (torch.testing.assert_close), the median ms per step
 (triton.testing.do_bench on CUDA; the wall clock on the CPU), the kernels one step launches (the
-profiler's CUDA kernels; on the CPU the fuser's counters, others unknown), and the fraction of the
-copy rate measured in the same run (a 1 GiB device-to-device copy, bytes read plus written) that the
-step's fewest bytes (each parameter and state tensor read and written, each gradient read: 28 bytes a
-parameter for AdamW) over its time represent. Then a second optimizer over the same shapes of
-parameters is compiled by the fuser: kernels it compiled anew (0: the first's were reused) and its
-first call's seconds. The table goes to stdout; details (versions, sizes, every number, the fuser's
-kernel sources and explain report) go under --out.
+profiler's CUDA kernels, memcpy and memset left out; on the CPU the fuser's counters, others unknown),
+and the fraction of the copy rate measured in the same run (a 1 GiB device-to-device copy, bytes read
+plus written) that the step's fewest bytes (each parameter and state tensor read and written, each
+gradient read: 28 bytes a parameter for AdamW) over its time represent. Then a second optimizer over the
+same shapes of parameters is compiled by the fuser: kernels it compiled anew (0: the first's were
+reused) and its first call's seconds. The table goes to stdout; details (versions, sizes, every number,
+the fuser's kernel sources and explain report) go under --out.
 """
 
 from __future__ import annotations
