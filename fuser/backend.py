@@ -77,6 +77,13 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return out, mean, rstd
 
 
+def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    # `x.copy_(y)` reaches AOTAutograd as copy_(x, copy(x, y)). As Inductor does, copy is y in x's dtype
+    # (and shape): the kernel that stores y can then store it straight into x (`fuser.inplace`).
+    value = source.to(dtype=target.dtype, device=target.device)
+    return value if value.shape == target.shape else value.expand(target.shape).clone()
+
+
 # Ops left to eager whole, not decomposed: the fuser lowers none of their parts that matter, and their
 # decompositions compute differently. index_add's multiplies source by alpha before index_put accumulates
 # (2 * 3.4e38 overflows, and -inf + inf is nan), where ATen's kernel fuses the multiply into the add.
@@ -98,6 +105,7 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
     table[aten.native_layer_norm.default] = _native_layer_norm
+    table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}
     for pair in split_pairs(table):
         table.pop(pair.forward, None)
@@ -122,4 +130,5 @@ def fuser_backend(
         fw_compiler=forward,
         bw_compiler=backward,
         decompositions=decomposition_table(foreach=chosen.fuse and chosen.horizontal_for(example_inputs)),
+        keep_inference_input_mutations=True,
     )

@@ -380,6 +380,10 @@ class PointwiseBuilder(Builder):
         self.body.append(f"tl.store({address}, {self.cast(name, held, value.dtype)}, mask=mask)")
 
     def source(self, name: str) -> str:
+        # Every value before any store: a member may be stored into a graph input that another member
+        # reads (`fuser.inplace`), and a load after that store would see the new value.
+        for member in self.kernel.members:
+            self.value(member, self.domain_index())
         for position, member in enumerate(self.kernel.members):
             self.store(position, member)
         numel = 1

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import horizontal, metrics, miscompiles
+from fuser import horizontal, inplace, metrics, miscompiles
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
@@ -57,14 +57,20 @@ def kernel_symbols(kernel: Kernel) -> set:
 
 
 class EagerKernel:
-    """A kernel's nodes run one by one with aten: the fallback when the kernel cannot run."""
+    """A kernel's nodes run one by one with aten: the fallback when the kernel cannot run. Members the
+    kernel would have stored into graph inputs (`into`) are copied into them after every node ran."""
 
-    def __init__(self, kernel: Kernel, slots: dict[fx.Node, int]):
+    def __init__(self, kernel: Kernel, slots: dict[fx.Node, int], into: dict[fx.Node, fx.Node] | None = None):
         self.calls = [EagerStep(node, slots, counted=True) for node in kernel.computed]
+        self.copies = [(slots[member], slots[target]) for member, target in (into or {}).items()
+                       if member in kernel.members]  # fmt: skip
 
     def __call__(self, env: list, key: tuple[int, ...] = ()) -> None:
         for call in self.calls:
             call(env)
+        for member, target in self.copies:
+            env[target].copy_(env[member])
+            env[member] = env[target]
 
 
 def _frees(
@@ -135,6 +141,7 @@ def compile_graph(
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     if options.fuse and options.horizontal_for(example_inputs):
         plan, generated = horizontal.batch(plan, generated)
+    plan, into = inplace.fold(plan, generated)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
@@ -147,14 +154,22 @@ def compile_graph(
             continue
         if isinstance(step, horizontal.Horizontal):
             parts = [
-                KernelStep(generated[id(p)], p, slots, EagerKernel(p, slots), options.strict, binder.symbols)
+                KernelStep(
+                    generated[id(p)],
+                    p,
+                    slots,
+                    EagerKernel(p, slots, into),
+                    options.strict,
+                    binder.symbols,
+                    into,
+                )
                 for p in step.parts
             ]
             steps.append(HorizontalStep(step.source, parts, options.strict))
             sources.append(step.source)
-            reads.append(step.leaves)
+            reads.append(step.leaves + [into[m] for m in step.members if m in into])
             continue
-        fallback = EagerKernel(step, slots)
+        fallback = EagerKernel(step, slots, into)
         if id(step) not in generated:  # not generated: its sizes use symbols no graph input binds
             log.info(
                 "%s run eager: their sizes use %s, which no graph input binds",
@@ -180,10 +195,10 @@ def compile_graph(
             steps.append(fallback)
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
-        kernel_step = KernelStep(variants, step, slots, fallback, options.strict, binder.symbols)
+        kernel_step = KernelStep(variants, step, slots, fallback, options.strict, binder.symbols, into)
         sources.append(kernel_step.source_for(tuple(binder.hints)))
         steps.append(kernel_step)
-        reads.append(step.leaves)
+        reads.append(step.leaves + [into[m] for m in step.members if m in into])
     (output,) = [n for n in graph.nodes if n.op == "output"]
     frees = _frees(steps, reads, set(output.all_input_nodes), slots)
     collected = reports.get()

@@ -265,9 +265,12 @@ class KernelStep:
     fallback: Callable[[list, tuple], None]  # runs the same nodes eagerly (used when the kernel fails)
     strict: bool
     symbols: tuple = ()  # the graph's size symbols, in the order of the binding key
+    into: dict[fx.Node, fx.Node] = field(default_factory=dict)  # member -> graph input it is stored into
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
+        # Per output: the env slot of the graph input it is written into in place (`fuser.inplace`).
+        self.into_slots = [self.slots[self.into[m]] if m in self.into else None for m in self.kernel.members]
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
         self.launches: dict[tuple[int, ...], Launch] = {}
         self.gpu_launches: dict[tuple[int, ...], Launch] = {}
@@ -344,12 +347,7 @@ class KernelStep:
             return
         launch = self.launch(key)
         device = self.kernel.device
-        outputs = [
-            torch.empty_strided(shape, strides, dtype=dtype, device=device)
-            for shape, strides, dtype, _ in launch.outputs
-        ]
-        for (_, _, _, slot), out in zip(launch.outputs, outputs, strict=True):
-            env[slot] = out
+        outputs = self.outputs(launch, env)
         if launch.empty:
             return
         for slot in self.flat_inputs:
@@ -380,6 +378,19 @@ class KernelStep:
             metrics.bump("fallbacks")
             self.failed = True
             self.fallback(env, key)
+
+    def outputs(self, launch: Launch, env: list) -> list[torch.Tensor]:
+        """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
+        outputs = []
+        for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
+            out = (
+                torch.empty_strided(shape, strides, dtype=dtype, device=self.kernel.device)
+                if into is None
+                else env[into]
+            )
+            env[slot] = out
+            outputs.append(out)
+        return outputs
 
     def _check_gpu_compile(self, key: tuple[int, ...], env: list, outputs: list, capability: int) -> None:
         """Compile, for CUDA, the stages a GPU would launch for these arguments (the CPU tensors stand in
@@ -579,12 +590,7 @@ class HorizontalStep:
         launch = self.launch(key)
         rows = []
         for part, part_launch, first in zip(self.parts, launch.parts, launch.firsts, strict=True):
-            outputs = [
-                torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
-                for shape, strides, dtype, _ in part_launch.outputs
-            ]
-            for (_, _, _, slot), out in zip(part_launch.outputs, outputs, strict=True):
-                env[slot] = out
+            outputs = part.outputs(part_launch, env)
             for slot in part.flat_inputs:
                 if not env[slot].is_contiguous():
                     raise RuntimeError(

@@ -8,6 +8,9 @@ Layout, per backend:
 Each section records the device, driver, versions, date and commit of the run that wrote it. Only
 `python -m perfgate update` writes these files, so every change shows up as a reviewable diff;
 updating on one device rewrites that device's section and leaves the other devices' alone.
+`python -m perfgate forget` only removes: a workload whose program changed loses its entries on an
+architecture this machine cannot measure, so the gate reports it as having no baseline there rather
+than comparing the new program with the old one's numbers.
 """
 
 from __future__ import annotations
@@ -158,6 +161,18 @@ def updated(
         "any_device": _section(machine, measured, False, old["any_device"]),
         "devices": dict(sorted(devices.items())),
     }
+    jsonschema.validate(data, SCHEMA)
+    return data
+
+
+def forgotten(baseline: dict[str, Any], workloads: list[str]) -> dict[str, Any]:
+    """`baseline` without any entry for `workloads`, in every backend and device: for a workload whose
+    program changed, on an architecture this machine cannot measure (its next update records it anew)."""
+    data = copy.deepcopy(baseline)
+    for sections in data["backends"].values():
+        for section in (sections["any_device"], *sections["devices"].values()):
+            for workload in workloads:
+                section["workloads"].pop(workload, None)
     jsonschema.validate(data, SCHEMA)
     return data
 

@@ -5,6 +5,7 @@
     python -m perfgate gate                      # counts against the committed file, timings as history
     python -m perfgate gate --absolute           # timings against the file too (after an A/A check)
     python -m perfgate update                    # rewrite this architecture's file (review the diff)
+    python -m perfgate forget --architecture sm_90 --workload adam_step   # its program changed
     python -m perfgate compare --plot compare.png  # fuser, inductor and eager side by side
 
 The tier is `gpu` where CUDA is available, else `cpu` (the deterministic metrics only); `--tier` picks.
@@ -20,6 +21,7 @@ import signal
 import sys
 from pathlib import Path
 
+from perfgate import baselines
 from perfgate.backends import BACKENDS
 from perfgate.baselines import BASELINE_DIR
 from perfgate.compare import run_compare
@@ -41,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     update = commands.add_parser("update", help="measure and rewrite this architecture's baseline file")
     compare = commands.add_parser("compare", help="fuser, inductor and eager side by side, with a plot")
+    forget = commands.add_parser(
+        "forget", help="drop workloads' entries from a baseline file (their program changed; no device here)"
+    )
+    forget.add_argument("--architecture", required=True, help="the file's architecture: cpu, sm_90, ...")
+    forget.add_argument("--workload", action="append", required=True, help="repeatable")
+    forget.add_argument(
+        "--baseline-dir", type=Path, default=BASELINE_DIR, help="where <architecture>.json lives"
+    )
     for command in (gate, update, compare):
         command.add_argument(
             "--tier", choices=("cpu", "gpu"), default=None, help="default: gpu if CUDA is available"
@@ -113,12 +123,25 @@ def _gate(args: argparse.Namespace, tier: str, workloads: list[str]) -> int:
     return result.exit_status
 
 
+def _forget(args: argparse.Namespace) -> int:
+    path = baselines.baseline_path(args.architecture, args.baseline_dir)
+    data = baselines.load(path)
+    if data is None:
+        print(f"perfgate: no baseline file {path}", file=sys.stderr)
+        return BAD_INPUT
+    baselines.write(path, baselines.forgotten(data, args.workload))
+    print(f"wrote {path} without {', '.join(args.workload)}: review the diff and commit it")
+    return 0
+
+
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds like Ctrl-C: measuring processes killed, the base worktree removed
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "forget":
+        return _forget(args)
     tier = args.tier or default_tier()
     names = args.workload or list(WORKLOADS)
     if args.command == "compare":

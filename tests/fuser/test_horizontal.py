@@ -79,11 +79,6 @@ def _assert_matches_eager(make, params, **tolerance):
         torch.testing.assert_close(got.to(want.dtype), want, **tolerance)
 
 
-@pytest.mark.parametrize("name", OPTIMIZERS)
-def test_an_optimizer_step_matches_eager_foreach_after_five_steps(name, device):
-    _assert_matches_eager(OPTIMIZERS[name], _params(device))
-
-
 def test_adam_over_50_tensors_of_mixed_sizes_is_at_most_two_kernels(device):
     params = _params(device, sizes=[1 + (i * 97) % 2000 for i in range(50)])
     _, step = _run(OPTIMIZERS["adam"], params, compiled=True, steps=2)

@@ -59,3 +59,14 @@ def test_a_backend_travels_to_another_process_as_its_file_and_function_name():
 def test_a_backend_made_from_a_lambda_cannot_travel_to_callgrind():
     with pytest.raises(ValueError, match="top-level function"):
         Backend("fuser", lambda program: program).to_json()
+
+
+@pytest.mark.parametrize(("name", "per_parameter"), [("adam_step", 28), ("sgd_momentum_step", 20)])
+def test_an_optimizer_step_moves_each_parameter_and_its_state_once_each_way(name, per_parameter):
+    # AdamW reads param, grad, exp_avg, exp_avg_sq and writes three of them, plus a 4-byte step count
+    # read and written per parameter; SGD with momentum reads param, grad, buffer and writes two.
+    workload = WORKLOADS[name]
+    inputs = workload.inputs("cpu_tiny", "cpu")
+    elements = sum(p.numel() for p in inputs[0])
+    counts = 8 * len(inputs[0]) if name == "adam_step" else 0
+    assert Step(workload, workload.program, inputs).fewest_bytes([]) == per_parameter * elements + counts

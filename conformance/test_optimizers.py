@@ -1,0 +1,20 @@
+"""The optimizer-step program family (`conformance.optimizers`) under the run's `--backend` and
+`--device`: `nox -s conformance` runs it after the op cases unless the run selects ops, dtypes,
+contexts or directions."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.optimizers import PROGRAMS, run_program
+from conformance.plugin import selection
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_optimizer_step_matches_eager(name: str, request: pytest.FixtureRequest) -> None:
+    chosen = selection(request.config)
+    run = run_program(PROGRAMS[name], chosen.backend, chosen.device)
+    if run.failures:
+        raise AssertionError(
+            f"optimizer program {name} on {chosen.backend}/{chosen.device}: " + "\n".join(run.failures)
+        )

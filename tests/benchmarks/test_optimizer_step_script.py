@@ -1,0 +1,28 @@
+"""benchmarks/optimizer_step.py, the script of issue 13's recorded GPU run, on the CPU at tiny sizes:
+it must run end to end before a lent GPU's minutes are spent on it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "optimizer_step.py"
+
+
+def test_the_optimizer_benchmark_prints_its_table_and_writes_its_details(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FUSER_KERNEL_DIR", str(tmp_path / "kernels"))
+    spec = importlib.util.spec_from_file_location("optimizer_step", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    argv = ["--optimizer", "sgd", "--params", "3", "--min-numel", "1", "--max-numel", "40", "--device", "cpu"]
+    assert script.main([*argv, "--variants", "eager,fuser", "--reps", "2", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "| variant | ms per step | kernels per step | first call s | copy rate % | matches eager |" in printed
+    )
+    ((eager, fused),) = [json.loads((tmp_path / "optimizer-step-cpu.json").read_text())["results"]["sgd"]]
+    assert eager["matches_eager"] == "reference" and fused["matches_eager"].startswith("yes")
+    assert fused["kernels_per_step"] == 1 and fused["fuser_eager_calls"] == []
+    assert fused["second_optimizer"]["kernels_compiled"] == 0
+    assert (tmp_path / "sgd-fuser-explain.txt").exists()
