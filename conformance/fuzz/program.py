@@ -55,14 +55,15 @@ class View:
     def source(self, operand: str) -> str:
         args = ", ".join(map(str, self.args))
         if self.kind == "slice":
-            dim, start, step = self.args
-            return f"{operand}[{':, ' * dim}{start or ''}::{step}]"
+            dim, start, step, stop = self.args
+            where = f"{start}:{stop}" if step is None else f"{start or ''}::{step}"
+            return f"{operand}[{':, ' * dim}{where}]"
         return f"{operand}.{self.kind}({args})"
 
     def apply(self, tensor: torch.Tensor) -> torch.Tensor:
         if self.kind == "slice":
-            dim, start, step = self.args
-            return tensor[(slice(None),) * dim + (slice(start, None, step),)]
+            dim, start, step, stop = self.args
+            return tensor[(slice(None),) * dim + (slice(start, stop, step),)]
         return getattr(tensor, self.kind)(*self.args)
 
 

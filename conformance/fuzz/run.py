@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import hypothesis
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, Phase, given
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.fuzz.check import Outcome, check, tolerance_for
@@ -46,6 +46,7 @@ class FuzzReport:
     profile: str
     counts: Counter = field(default_factory=Counter)  # examples by outcome
     failure: Program | None = None  # the shrunk failing program
+    first_found: Program | None = None  # the first failing program, before shrinking
     message: str = ""
     repro: Path | None = None
     new_repro: bool = False
@@ -59,7 +60,7 @@ class FuzzReport:
         ]
         if self.failure is not None:
             lines += [
-                f"FAILED, shrunk to {self.failure.op_count} op(s):",
+                f"FAILED, shrunk from {self.first_found.op_count} to {self.failure.op_count} op(s):",
                 self.failure.source().rstrip(),
                 *self.failure.describe_inputs(),
                 self.message,
@@ -84,6 +85,8 @@ def settings_for(
         deadline=None,  # a compile takes seconds, and its first kernel longer
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
+        # No `explain` phase: it would compile dozens more variants of the shrunk program.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
         print_blob=False,
         **chosen,
     )
@@ -125,6 +128,7 @@ def fuzz(
         if outcome.status in ("vacuous", "eager_rejects"):
             hypothesis.reject()
         if outcome.status == "fail":
+            report.first_found = report.first_found or program
             last["program"], last["message"] = program, outcome.message
             raise AssertionError(outcome.message)
 
