@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -107,6 +107,7 @@ class Program:
     dtypes: tuple[str, ...] = ()  # every value's dtype (inputs, then nodes): the tolerance reads them
     differentiable: bool = False  # every op has a backward formula, no in-place op, a float input
     seed: int = 0
+    draws: Any = field(default=None, compare=False, repr=False)  # what it was resolved from
 
     @property
     def op_count(self) -> int:
