@@ -1,6 +1,6 @@
 """Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `conformance` (every op against eager,
 quick tier, with a report), `perfgate` (the perf gate, this tree against main: on a CPU machine its CPU tier) and `perf`
-(fuser / Inductor / eager side by side, with a plot)."""
+(fuser / Inductor / eager side by side, with a plot); `fuzz` (random programs against eager) and `zoo` on demand."""
 
 from __future__ import annotations
 
@@ -54,6 +54,14 @@ def conformance(session: nox.Session) -> None:
             *options,
             env={"FUSER_STRICT": "1"},
         )
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """Fuzz whole programs against eager (`-- --examples N --seed S --backend B --device D --profile dev`)."""
+    session.install(TORCH)
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "conformance.fuzz", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session(default=False)

@@ -73,15 +73,13 @@ def _wrong_lowering(expr: str, argument: str, node: fx.Node, op: Any) -> str:
     return f"(({expr}) == 0)" if op.result is Result.BOOL else f"(({expr}) + 1)"
 
 
-def _is_computed_view(builder: Any, node: Any) -> bool:
+def _broadcast_stride_dropped(index: tuple, argument: None, builder: Any, arg: Any, out_shape) -> tuple:
     from fuser.ops import VIEW_BY_OVERLOAD
 
-    return isinstance(node, fx.Node) and node.target in VIEW_BY_OVERLOAD and node in builder.computed
-
-
-def _broadcast_stride_dropped(index: tuple, argument: None, builder: Any, arg: Any, out_shape) -> tuple:
-    # Only an operand that is a view computed in the kernel *and* broadcast against the output.
-    if not _is_computed_view(builder, arg) or tuple(arg.meta["val"].shape) == tuple(out_shape):
+    # Only an operand that is a view (of an input or of a computed value) *and* broadcast.
+    if getattr(arg, "target", None) not in VIEW_BY_OVERLOAD or tuple(arg.meta["val"].shape) == tuple(
+        out_shape
+    ):
         return index
     live = [d for d, i in enumerate(index) if i != "0"]
     if not live:
@@ -276,8 +274,8 @@ KINDS: dict[str, Miscompile] = {
         takes_argument=True,
     ),
     "broadcast_stride_dropped": Miscompile(
-        "an operand that is a view computed in the kernel and broadcast against the output reads its "
-        "innermost dim at index 0 (its stride dropped)",
+        "an operand that is a view and is broadcast against the output reads its innermost dim at "
+        "index 0 (its stride dropped)",
         {"operand_index": _broadcast_stride_dropped},
     ),
     "epilogue_neighbour_row": Miscompile(

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         "--seed", type=int, help="draw other programs than the profile's (ci is derandomized)"
     )
     parser.add_argument("--out", type=Path, default=Path("reports/fuzz"), help="where repro_<id>.py go")
-    parser.add_argument("--max-nodes", type=int, default=4, help="the most nodes a program has")
+    parser.add_argument("--max-nodes", type=int, default=5, help="the most nodes a program has")
     parser.add_argument("--no-backward", action="store_true", help="compare outputs only, not gradients")
     options = parser.parse_args(argv)
     try:

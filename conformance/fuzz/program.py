@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -55,14 +55,15 @@ class View:
     def source(self, operand: str) -> str:
         args = ", ".join(map(str, self.args))
         if self.kind == "slice":
-            dim, start, step = self.args
-            return f"{operand}[{':, ' * dim}{start or ''}::{step}]"
+            dim, start, step, stop = self.args
+            where = f"{start}:{stop}" if step is None else f"{start or ''}::{step}"
+            return f"{operand}[{':, ' * dim}{where}]"
         return f"{operand}.{self.kind}({args})"
 
     def apply(self, tensor: torch.Tensor) -> torch.Tensor:
         if self.kind == "slice":
-            dim, start, step = self.args
-            return tensor[(slice(None),) * dim + (slice(start, None, step),)]
+            dim, start, step, stop = self.args
+            return tensor[(slice(None),) * dim + (slice(start, stop, step),)]
         return getattr(tensor, self.kind)(*self.args)
 
 
@@ -106,6 +107,7 @@ class Program:
     dtypes: tuple[str, ...] = ()  # every value's dtype (inputs, then nodes): the tolerance reads them
     differentiable: bool = False  # every op has a backward formula, no in-place op, a float input
     seed: int = 0
+    draws: Any = field(default=None, compare=False, repr=False)  # what it was resolved from
 
     @property
     def op_count(self) -> int:

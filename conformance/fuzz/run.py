@@ -2,7 +2,7 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 30 examples, no deadline, no example database:
+- `ci`: derandomized (the same programs on every run), 60 examples, no deadline, no example database:
   a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import hypothesis
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, Phase, given
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.fuzz.check import Outcome, check, tolerance_for
 from conformance.fuzz.program import Program
 from conformance.fuzz.repro import write_repro
-from conformance.fuzz.strategies import programs
+from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 30, "derandomize": True, "database": None},
+    "ci": {"max_examples": 60, "derandomize": True, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }
@@ -39,6 +39,19 @@ SHRINK_BUDGETS = {"ci": 80, "dev": 300, "nightly": 1000}
 DATABASE = Path(".hypothesis") / "fuzz"
 
 
+def _fewer_ops(program: Program, message: str, judge) -> tuple[Program, str]:
+    """Greedily leave out nodes and view steps while the program still fails."""
+    improved = True
+    while improved:
+        improved = False
+        for candidate in smaller(program):
+            outcome = judge(candidate)
+            if outcome.status == "fail":
+                program, message, improved = candidate, outcome.message, True
+                break
+    return program, message
+
+
 @dataclass
 class FuzzReport:
     backend: str
@@ -46,6 +59,7 @@ class FuzzReport:
     profile: str
     counts: Counter = field(default_factory=Counter)  # examples by outcome
     failure: Program | None = None  # the shrunk failing program
+    first_found: Program | None = None  # the first failing program, before shrinking
     message: str = ""
     repro: Path | None = None
     new_repro: bool = False
@@ -59,7 +73,7 @@ class FuzzReport:
         ]
         if self.failure is not None:
             lines += [
-                f"FAILED, shrunk to {self.failure.op_count} op(s):",
+                f"FAILED, shrunk from {self.first_found.op_count} to {self.failure.op_count} op(s):",
                 self.failure.source().rstrip(),
                 *self.failure.describe_inputs(),
                 self.message,
@@ -84,6 +98,8 @@ def settings_for(
         deadline=None,  # a compile takes seconds, and its first kernel longer
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
+        # No `explain` phase: it would compile dozens more variants of the shrunk program.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
         print_blob=False,
         **chosen,
     )
@@ -99,7 +115,7 @@ def fuzz(
     out: Path = Path("reports/fuzz"),
     backward: bool = True,
     vocab: tuple[FuzzOp, ...] = VOCABULARY,
-    max_nodes: int = 4,
+    max_nodes: int = 5,
     shrink_budget: int | None = None,
 ) -> FuzzReport:
     """Fuzz `backend` on `device`; on a failure, shrink it and write `out/repro_<id>.py`. Shrinking
@@ -125,11 +141,19 @@ def fuzz(
         if outcome.status in ("vacuous", "eager_rejects"):
             hypothesis.reject()
         if outcome.status == "fail":
+            report.first_found = report.first_found or program
             last["program"], last["message"] = program, outcome.message
             raise AssertionError(outcome.message)
 
     settings = settings_for(profile, examples, backend, device, seeded=seed is not None)
     test = settings(given(programs(vocab, max_nodes))(one))
+
+    def judge(program: Program) -> Outcome:
+        if program.key() not in known and report.counts["shrink_checks"] < shrink_budget:
+            known[program.key()] = check(program, backend, device, backward)
+            report.counts["shrink_checks"] += 1
+        return known.get(program.key(), Outcome("pass"))
+
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     start = time.perf_counter()
@@ -139,6 +163,8 @@ def fuzz(
         pass  # the shrunk failure is the last program that failed: hypothesis replays it last
     except hypothesis.errors.Unsatisfiable:
         pass  # every example rejected: the counts say why
+    if "program" in last:
+        last["program"], last["message"] = _fewer_ops(last["program"], last["message"], judge)
     report.seconds = time.perf_counter() - start
     if "program" in last:
         report.failure, report.message = last["program"], last["message"]

@@ -17,6 +17,7 @@ towards its first option, so the first options are the plain ones (float32, cont
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -56,7 +57,8 @@ EXACT_REDUCTIONS = {"amax", "amin", "max", "min", "any", "all", "argmax", "argmi
 
 @dataclass(frozen=True)
 class InputDraw:
-    shape: tuple[int, ...]
+    drop: int  # leading dims of the program's base shape it lacks (0 or 1)
+    ones: int  # 0, or 1 + the dim that has size 1 (it broadcasts against the others)
     dtype: str
     layout: str
     specials: bool
@@ -78,7 +80,8 @@ class NodeDraw:
 def input_draws() -> st.SearchStrategy[InputDraw]:
     return st.builds(
         InputDraw,
-        shape=st.lists(st.sampled_from(SIZES), max_size=3).map(tuple),
+        drop=st.integers(0, 1),
+        ones=st.integers(0, 3),
         dtype=st.sampled_from(FUZZ_DTYPES),
         layout=st.sampled_from(LAYOUTS),
         specials=st.booleans(),
@@ -90,7 +93,8 @@ def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
     common = [index[name] for name in COMMON if name in index]
     pointwise = [i for i, op in enumerate(vocab) if op.kind == "pointwise"]
     reductions = [i for i, op in enumerate(vocab) if op.kind == "reduction"]
-    choices = [st.sampled_from(group) for group in (common, pointwise, reductions) if group]
+    # The common ops twice: half the nodes are one of them, the rest any pointwise op or reduction.
+    choices = [st.sampled_from(group) for group in (common, common, pointwise, reductions) if group]
     view = st.tuples(st.integers(0, 2), st.sampled_from(VIEW_KINDS), st.integers(0, 23), st.integers(0, 5))
     return st.builds(
         NodeDraw,
@@ -108,13 +112,33 @@ def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
 
 @st.composite
 def programs(
-    draw, vocab: tuple[FuzzOp, ...] = VOCABULARY, max_nodes: int = 4, max_inputs: int = 3
+    draw, vocab: tuple[FuzzOp, ...] = VOCABULARY, max_nodes: int = 5, max_inputs: int = 3
 ) -> Program | None:
-    """A random program, or None where no node could be resolved (the caller rejects it)."""
+    """A random program, or None where no node could be resolved (the caller rejects it). Its inputs'
+    shapes derive from one base shape (fewer leading dims, some dims of size 1), as a real program's
+    do, so that most pairs broadcast."""
+    base = draw(st.lists(st.sampled_from(SIZES), max_size=3).map(tuple))
     inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
     nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes))
     seed = draw(st.integers(0, 1000))
-    return resolve(inputs, nodes, seed, vocab)
+    return resolve(base, inputs, nodes, seed, vocab)
+
+
+def smaller(program: Program) -> list[Program]:
+    """Programs one step smaller than `program` (a node left out, or one node's view steps), resolved
+    from its draws: candidates for a last greedy pass after hypothesis' shrinking, which minimizes the
+    draws, not the ops a reader counts."""
+    base, inputs, nodes, vocab = program.draws
+    variants = [nodes[:i] + nodes[i + 1 :] for i in range(len(nodes))]
+    variants += [
+        (*nodes[:i], dataclasses.replace(node, views=()), *nodes[i + 1 :])
+        for i, node in enumerate(nodes)
+        if node.views
+    ]
+    found = [resolve(base, list(inputs), list(v), program.seed, vocab) for v in variants]
+    return sorted(
+        (p for p in found if p is not None and p.op_count < program.op_count), key=lambda p: p.op_count
+    )
 
 
 # --- resolution ---------------------------------------------------------------------------------
@@ -127,24 +151,30 @@ class Value:
     used: bool = False
 
 
-def _shape(draw: InputDraw) -> tuple[int, ...]:
-    """At most one long dim, and then the others small: a long row, not a large tensor."""
-    if LONG not in draw.shape:
-        return draw.shape
-    first = draw.shape.index(LONG)
-    return tuple(LONG if d == first else min(size, 2) for d, size in enumerate(draw.shape))
+def _shape(base: tuple[int, ...], draw: InputDraw) -> tuple[int, ...]:
+    """The base shape less `drop` leading dims, one dim maybe of size 1. At most one long dim,
+    and then the others small: a long row, not a large tensor."""
+    if LONG in base:
+        first = base.index(LONG)
+        base = tuple(LONG if d == first else min(size, 2) for d, size in enumerate(base))
+    kept = base[min(draw.drop, len(base)) :]
+    return tuple(1 if draw.ones == d + 1 else size for d, size in enumerate(kept))
 
 
 def resolve(
-    input_draws: list[InputDraw], node_draws: list[NodeDraw], seed: int, vocab: tuple[FuzzOp, ...]
+    base: tuple[int, ...],
+    input_draws: list[InputDraw],
+    node_draws: list[NodeDraw],
+    seed: int,
+    vocab: tuple[FuzzOp, ...],
 ) -> Program | None:
-    inputs = [Input(_shape(d), d.dtype, d.layout, d.specials) for d in input_draws]
+    inputs = [Input(_shape(base, d), d.dtype, d.layout, d.specials) for d in input_draws]
     values = [Value(spec.make(position, seed), exact=True) for position, spec in enumerate(inputs)]
     nodes: list[Node] = []
     returned: list[int] = []
     for node_draw in node_draws:
         op = vocab[node_draw.op % len(vocab)]
-        made = _node(op, node_draw, values)
+        made = _node(op, node_draw, values, len(inputs))
         if made is None:
             continue
         node, value = made
@@ -177,6 +207,7 @@ def resolve(
         dtypes=tuple(str(v.tensor.dtype).removeprefix("torch.") for v in values),
         differentiable=differentiable,
         seed=seed,
+        draws=(base, tuple(input_draws), tuple(node_draws), vocab),
     )
 
 
@@ -191,14 +222,16 @@ def _is_inplace(node: Node) -> bool:
     return node.op.split(".")[1].endswith("_")
 
 
-def _node(op: FuzzOp, draw: NodeDraw, values: list[Value]) -> tuple[Node, Value] | None:
+def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple[Node, Value] | None:
     kinds = [kind for _, kind in op.operands] if op.kind == "pointwise" else ["tensor"]
     tensor_slots = [k for k, kind in enumerate(kinds) if kind != "scalar"]
     chosen: list[tuple[int, torch.Tensor, tuple[View, ...]]] = []  # (value number, viewed value, views)
     for j, k in enumerate(tensor_slots):
         steps = [v[1:] for v in draw.views if v[0] % len(tensor_slots) == j]
         fits = []
-        for number in reversed(range(len(values))):
+        # An in-place node updates an input (a parameter, a buffer), as programs mostly do.
+        wants_inplace = j == 0 and draw.inplace and op.inplace is not None
+        for number in reversed(range(inputs if wants_inplace else len(values))):
             tensor = values[number].tensor
             if kinds[k] == "mask" and tensor.dtype != torch.bool:
                 continue
@@ -222,6 +255,8 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value]) -> tuple[Node, Value]
             operands.append(Operand(number, views=views))
             called.append(viewed)
     attrs = _attrs(op, draw, chosen[0][1])
+    if _integer_cast(attrs) and not _in_range(chosen[0][1]):
+        return None  # a float-to-integer cast of nan, inf or a huge value: undefined behaviour in C++
     names = [name for name, _ in op.operands] if op.kind == "pointwise" else ["self"]
     keywords = tuple(names[op.positional :]) if op.kind == "pointwise" else ()
     target = chosen[0][0]
@@ -257,8 +292,15 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value]) -> tuple[Node, Value]
     return node, Value(result, exact)
 
 
+def _in_range(tensor: torch.Tensor) -> bool:
+    if not tensor.dtype.is_floating_point:
+        return True
+    return bool((tensor.isfinite() & (tensor.abs() < 2**15)).all())
+
+
 def _attrs(op: FuzzOp, draw: NodeDraw, operand: torch.Tensor) -> dict[str, Any]:
-    variants = [v for v in op.variants if not _integer_cast(v)] or [{}]
+    # A reduction's integer accumulator dtype casts first: no one answer for nan (see _in_range).
+    variants = [v for v in op.variants if op.kind != "reduction" or not _integer_cast(v)] or [{}]
     attrs = dict(variants[draw.variant % len(variants)])
     if op.kind != "reduction":
         return attrs
@@ -331,8 +373,10 @@ def _view(kind: str, a: int, b: int, shape: tuple[int, ...]) -> View | None:
         second = b % rank if b % rank != first else (first + 1) % rank
         return View("transpose", (first, second))
     if kind == "slice" and rank >= 1:
-        start, step = b % 2, 1 + (b // 2) % 3
-        return View("slice", (a % rank, start, 2 if (start, step) == (0, 1) else step))
+        dim, start = a % rank, b % 2
+        if b // 2 == 2:  # one element: a size-1 dim, which broadcasts against the rest
+            return View("slice", (dim, start, None, start + 1))
+        return View("slice", (dim, start, 2 + b // 2, None))
     if kind == "expand":
         if 1 in shape:
             return View("expand", tuple(3 if size == 1 else size for size in shape))

@@ -6,9 +6,9 @@ steps on an operand (`conformance.fuzz.program.View`). Left out, each for a reas
 
 - pointwise backward ops (`*_backward`): autograd emits them; backward programs reach them anyway;
 - ops whose spec says eager has no one answer at some inputs (`unspecified_at`) in the forward
-  direction, and casts to an integer dtype: a float-to-integer cast of nan, inf or an out-of-range
-  value is undefined behaviour in C++ (the suite's own samples keep such inputs in range; a computed
-  value cannot be kept so);
+  direction, and casts to the narrow integer dtypes (a float-to-integer cast of nan, inf or an
+  out-of-range value is undefined behaviour in C++: casts to int32 and int64 are kept, and the
+  resolution leaves such a cast out unless every value it casts is finite and in range);
 - shaped ops (normalizations, fallbacks): their samples need hand-made arguments.
 """
 
@@ -111,7 +111,8 @@ def _pointwise(spec: OpSpec) -> FuzzOp | None:
     found = schema_operands(spec)
     variants = spec.variants
     if spec.category == "cast":
-        variants = tuple(v for v in variants if v["dtype"].is_floating_point or v["dtype"] == torch.bool)
+        wide = (torch.bool, torch.int32, torch.int64)
+        variants = tuple(v for v in variants if v["dtype"].is_floating_point or v["dtype"] in wide)
     twin = spec.op.replace(f".{spec.op.split('.')[1]}.", f".{spec.op.split('.')[1]}_.")
     operands = tuple((o.name, "mask" if o.mask else o.kind) for o in found)
     if not any(kind != "scalar" for _, kind in operands):

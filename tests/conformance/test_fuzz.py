@@ -1,0 +1,173 @@
+"""The fuzzer's parts: programs are drawn with the features they must cover and run in eager, a clean
+backend passes the `ci` profile, a vacuous pass is rejected, and a repro runs alone and fails the same
+way."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+
+from conformance.fuzz import fuzz
+from conformance.fuzz.check import check
+from conformance.fuzz.program import Input, Node, Operand, Program, View
+from conformance.fuzz.repro import write_repro
+from conformance.fuzz.strategies import LONG, programs
+from fuser.miscompiles import ENV, planted
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def drawn(count: int) -> list[Program]:
+    found = []
+
+    @settings(max_examples=count, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def collect(program):
+        if program is not None:
+            found.append(program)
+
+    collect()
+    return found
+
+
+def test_drawn_programs_cover_what_the_issue_asks_for():
+    features = Counter()
+    for program in drawn(300):
+        function = program.function()
+        function(*program.make_inputs())  # resolution ran every node eagerly: the program runs
+        source = program.source()
+        shapes = [i.shape for i in program.inputs]
+        features["several inputs"] += len(program.inputs) > 1
+        features["several outputs"] += len(program.outputs) > 1
+        features["a zero-size dim"] += any(0 in s for s in shapes)
+        features["a size-1 dim"] += any(1 in s for s in shapes)
+        features["a long row"] += any(LONG in s for s in shapes)
+        features["mixed dtypes"] += len({i.dtype for i in program.inputs}) > 1
+        features["bfloat16"] += "bfloat16" in program.dtypes
+        features["an in-place op"] += any(n.op.split(".")[1].endswith("_") for n in program.nodes)
+        features["a Python scalar"] += any(o.value is None for n in program.nodes for o in n.operands)
+        features["keepdim=True"] += "keepdim=True" in source
+        features["keepdim=False"] += "keepdim=False" in source
+        features["a shared value"] += any(
+            sum(o.value == v for n in program.nodes for o in n.operands) > 1
+            for v in range(len(program.inputs) + len(program.nodes))
+        )
+        features["differentiable"] += program.differentiable
+        for kind in ("permute", "transpose", "expand", "reshape", "unsqueeze"):
+            features[kind] += f".{kind}(" in source
+        features["slice"] += "::" in source
+        for layout in ("noncontiguous", "channels_last", "offset", "transposed", "expanded"):
+            features[layout] += any(i.layout == layout for i in program.inputs)
+    missing = [name for name, count in features.items() if count == 0]
+    assert not missing, (missing, features)
+
+
+def test_a_planted_miscompile_is_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv("FUSER_TESTING_WRONG_LOWERING", raising=False)
+    assert planted() is None
+    monkeypatch.setenv("FUSER_TESTING_WRONG_LOWERING", "aten.mul.Tensor")
+    assert planted() == ("wrong_lowering", "aten.mul.Tensor")
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ("no_such_kind", "unknown miscompile"),
+        ("tail_mask:x", "takes no argument"),
+        ("wrong_lowering", "needs"),
+    ],
+)
+def test_a_bad_miscompile_name_is_an_error_naming_it(monkeypatch, value, complaint):
+    monkeypatch.setenv(ENV, value)
+    with pytest.raises(ValueError, match=complaint):
+        planted()
+
+
+def small_program() -> Program:
+    """v2 = v0.t() * v1: a view, a broadcast and a multiply."""
+    return Program(
+        inputs=(Input((3, 4), "float32", "noncontiguous", True), Input((3,), "float32", "contiguous", False)),
+        nodes=(Node("aten.mul.Tensor", (Operand(0, views=(View("transpose", (0, 1)),)), Operand(1))),),
+        outputs=(2,),
+        dtypes=("float32", "float32", "float32"),
+        differentiable=True,
+    )
+
+
+def test_a_program_the_backend_runs_in_pieces_is_vacuous_not_a_pass(monkeypatch):
+    program = small_program()
+
+    def broken(v0, v1):
+        torch._dynamo.graph_break()
+        return (v0.t() * v1,)
+
+    monkeypatch.setattr(Program, "function", lambda self: broken)
+    outcome = check(program, "fuser")
+    assert outcome.status == "vacuous", outcome
+
+
+def test_a_planted_miscompile_fails_the_check_and_the_clean_fuser_passes(monkeypatch):
+    program = small_program()
+    monkeypatch.delenv(ENV, raising=False)
+    assert check(program, "fuser").status == "pass"
+    monkeypatch.setenv(ENV, "wrong_lowering:aten.mul.Tensor")
+    outcome = check(program, "fuser")
+    assert outcome.status == "fail" and "outputs: result[0]" in outcome.message, outcome
+    assert "gradients: result[0]" in outcome.message  # the backward's multiply is the planted one too
+
+
+def test_a_repro_runs_alone_and_fails_the_same_way(tmp_path):
+    program = small_program()
+    path, new = write_repro(
+        program,
+        "outputs: planted",
+        tmp_path,
+        backend="fuser",
+        device="cpu",
+        backward=True,
+        tolerance=(1.3e-6, 1e-5),
+        found="a test",
+    )
+    assert new and path.name == f"repro_{program.key()}.py"
+    assert write_repro(
+        program,
+        "again",
+        tmp_path,
+        backend="fuser",
+        device="cpu",
+        backward=True,
+        tolerance=None,
+        found="a test",
+    ) == (path, False)  # deduplicated by program
+
+    def run(planted_kind: str | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k not in (ENV, "FUSER_TESTING_WRONG_LOWERING")}
+        env["PYTHONPATH"] = str(REPO)
+        if planted_kind:
+            env[ENV] = planted_kind
+        return subprocess.run(
+            [sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=300
+        )
+
+    clean = run(None)
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+    assert "def program(v0, v1):" in clean.stdout  # it prints the program
+    failing = run("wrong_lowering:aten.mul.Tensor")
+    assert failing.returncode == 1, failing.stdout + failing.stderr[-2000:]
+    assert "result 0:" in failing.stdout and "beyond tolerance" in failing.stdout
+
+
+def test_the_ci_profile_passes_on_the_clean_fuser(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv("FUSER_TESTING_WRONG_LOWERING", raising=False)
+    report = fuzz("fuser", "cpu", "ci", out=tmp_path)
+    assert report.failure is None, report.summary()
+    assert report.counts["pass"] >= 20, report.summary()  # vacuous and rejected programs are not passes
