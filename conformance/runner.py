@@ -51,6 +51,19 @@ def resolve_backend(name: str) -> str | Callable:
         raise ValueError(f"--backend {name!r}: cannot load it: {error}") from None
 
 
+def recording(backend: str, received: set) -> Callable:
+    """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
+    function of an FX graph)."""
+    chosen = resolve_backend(backend)
+    compiler = torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
+
+    def record(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
+        received.update(n.target for n in graph_module.graph.nodes if n.op == "call_function")
+        return compiler(graph_module, example_inputs, **kwargs)
+
+    return record
+
+
 @dataclass
 class CaseRun:
     """What one case did: how many samples ran, what failed, and notes (dropped samples, strides)."""
@@ -67,7 +80,10 @@ class CaseRun:
 class Program:
     """Straight-line source calling the op once per sample, with the context's wrappers."""
 
-    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample]):
+    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample], *, reference: bool = False):
+        """`reference`: the float64 reference's program for a spec with `combine` — the op runs on the
+        inputs as they are (its result's rounding to its dtype is the op's meaning) and the combination
+        runs in float64."""
         self.spec, self.samples = spec, list(samples)
         self.slots: list[list[int]] = []  # per sample: indices into the flat input list
         self.inputs: list[torch.Tensor] = []
@@ -75,8 +91,9 @@ class Program:
         for sample in self.samples:
             seen: dict[int, int] = {}
             slots = []
+            partner = sample.partner if spec.combine is not None else None
 
-            def literal(value, seen=seen, slots=slots) -> str:
+            def literal(value, seen=seen, slots=slots, partner=partner) -> str:
                 if isinstance(value, torch.Tensor):
                     if id(value) not in seen:
                         seen[id(value)] = len(self.inputs)
@@ -92,12 +109,22 @@ class Program:
                     )
                 if isinstance(value, torch.dtype):
                     return str(value)
+                if isinstance(value, torch.device):
+                    # The partner's device, read when the program runs (eager's meta check runs it on
+                    # meta tensors).
+                    if partner is None:
+                        raise ValueError("a device argument needs the sample's partner tensor")
+                    return f"in{seen[id(partner)]}.device"
                 return repr(value)  # numbers (inf and nan are names in the globals), strings, None
 
+            partner_name = literal(partner) if partner is not None else None
             arguments = [literal(a) for a in sample.args] + [
                 f"{k}={literal(v)}" for k, v in sample.kwargs.items()
             ]
-            lines.append(f"        wrap_out(op({', '.join(arguments)})),")
+            call = f"op({', '.join(arguments)})"
+            if partner_name is not None:
+                call = f"combine({call}, {partner_name})"
+            lines.append(f"        wrap_out({call}),")
             self.slots.append(slots)
         header = f"def program({', '.join(f'in{i}' for i in range(len(self.inputs)))}):"
         self.lines = lines
@@ -110,12 +137,24 @@ class Program:
             "nan": nan,
             "wrap_in": wrap_in or (lambda x: x),
             "wrap_out": _mapped(wrap_out) if wrap_out else (lambda y: y),
+            "combine": _widened(spec.combine) if reference and spec.combine else spec.combine,
         }
 
     def function(self) -> Callable:
         namespace = dict(self.namespace)
         exec(compile(self.source, f"<conformance {self.spec.op}>", "exec"), namespace)
         return namespace["program"]
+
+
+def _widened(combine: Callable) -> Callable:
+    def wide(value):
+        if isinstance(value, torch.Tensor) and value.dtype.is_floating_point:
+            return value.to(torch.float64)
+        if isinstance(value, tuple | list):
+            return type(value)(wide(v) for v in value)
+        return value
+
+    return lambda result, x: combine(wide(result), wide(x))
 
 
 def _mapped(wrapper: Callable) -> Callable:
@@ -205,8 +244,13 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
     try:
-        widened = fresh_inputs(program.inputs, widen=True, grad=backward)
-        expected.reference = quietly(run, *widened)[0]
+        if spec.combine is None:
+            widened = fresh_inputs(program.inputs, widen=True, grad=backward)
+            expected.reference = quietly(run, *widened)[0]
+        else:
+            widened = fresh_inputs(program.inputs, grad=backward)
+            reference = Program(spec, context, [sample], reference=True).function()
+            expected.reference = quietly(reference, *widened)[0]
         expected.reference_inputs_after = widened
     except Exception:
         widened = None  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
@@ -280,7 +324,8 @@ def run_case(
     batch = Program(spec, context, [e.sample for e in kept])
     result.source = batch.source
     torch._dynamo.reset()
-    compiled = torch.compile(batch.function(), backend=resolve_backend(backend), dynamic=False)
+    received: set = set()
+    compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
     inputs = fresh_inputs(batch.inputs, grad=backward)
     try:
         outputs = quietly(compiled, *inputs)
@@ -302,6 +347,11 @@ def run_case(
     finally:
         torch._dynamo.reset()
 
+    if spec.overload not in received and not spec.graph_break_reason:
+        result.failures.append(
+            f"the backend never received {spec.op}: Dynamo ran it eagerly (a graph break), so the case "
+            "would pass without testing the backend"
+        )
     for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
         line = batch.lines[index].strip().removesuffix(",")
         where = f"sample {index} [{expected.sample.label}]: {line}"
@@ -410,7 +460,8 @@ def on_device(sample: Sample, device: str) -> Sample:
             return type(value)(move(v) for v in value)
         return value
 
-    return Sample(move(sample.args), {k: move(v) for k, v in sample.kwargs.items()}, sample.label)
+    kwargs = {k: move(v) for k, v in sample.kwargs.items()}
+    return Sample(move(sample.args), kwargs, sample.label, move(sample.partner))
 
 
 def supported_dtypes(spec: OpSpec, device: str, tier: str = "quick", probes: int = 3) -> list[str]:

@@ -26,7 +26,19 @@ from conformance.oracle import UNSPECIFIED_VALUES
 from conformance.values import DTYPES
 
 FAMILIES = ("elementwise", "reduction", "shaped")
-CATEGORIES = ("pointwise", "inplace", "cast", "reduction", "normalization", "view", "backward", "fallback")
+CATEGORIES = (
+    "pointwise",
+    "inplace",
+    "cast",
+    "reduction",
+    "normalization",
+    "view",
+    "backward",
+    "fallback",
+    "created",
+    "loss",
+    "indexing",
+)
 
 
 class SpecError(ValueError):
@@ -52,6 +64,14 @@ class OpSpec:
     # input values (names in oracle.UNSPECIFIED_VALUES). The oracle skips the results at those positions.
     unspecified_at: dict[str, dict[str, tuple[str, ...]]] | None = None
     unspecified_reason: str = ""
+    # combine(result, x): what the op's result meets in the same program, with x the sample's first input
+    # (`partner`). Created tensors and fills are only wrong where a kernel combines them with other values
+    # (a half fill kept in float32 is rounded right when stored alone); combining with an input also
+    # keeps a backend from folding a created tensor into a constant.
+    combine: Callable | None = None
+    # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
+    # without it, a case whose op the backend never received fails, since it would pass vacuously.
+    graph_break_reason: str = ""
 
     @property
     def overload(self) -> torch._ops.OpOverload:
@@ -126,6 +146,8 @@ def check(s: OpSpec) -> None:
             fail("a tolerance override needs tolerance_reason: why this op may differ more")
     elif s.tolerance_reason:
         fail("tolerance_reason without a tolerance override")
+    if s.combine is not None and not callable(s.combine):
+        fail(f"combine {s.combine!r} is not a function combine(result, x)")
     if s.unspecified_at is not None:
         check_unspecified(s, arguments, fail)
     elif s.unspecified_reason:
