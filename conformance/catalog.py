@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from conformance.ops_created import created_specs
+from conformance.ops_fallbacks import fallback_specs
+from conformance.ops_indexing import indexing_specs
+from conformance.ops_losses import loss_specs
 from conformance.ops_pointwise import pointwise_specs
 from conformance.ops_reductions import reduction_specs
 from conformance.ops_shaped import shaped_specs
 from conformance.specs import OpSpec, registry
 
-SPECS: dict[str, OpSpec] = registry(pointwise_specs() + reduction_specs() + shaped_specs() + created_specs())
+SPECS: dict[str, OpSpec] = registry(
+    pointwise_specs()
+    + reduction_specs()
+    + shaped_specs()
+    + created_specs()
+    + loss_specs()
+    + indexing_specs()
+    + fallback_specs()
+)

@@ -103,9 +103,17 @@ def new_sized_calls(x, make) -> Calls:
     return [((x, list(x.shape)), {})]
 
 
+SQUARE = 256  # the largest n of an (n, n) result combined with x's (..., n): (3, 20000) would need 1.2e9
+
+
+def _square(x) -> int | None:
+    n = _last(x)
+    return n if n is not None and n <= SQUARE else None
+
+
 def new_square_calls(x, make) -> Calls:
     """An (n, n) tensor of x's last dim: the size of a causal mask over a sequence of n."""
-    n = _last(x)
+    n = _square(x)
     return [((x, [n, n]), {})] if n is not None else []
 
 
@@ -142,7 +150,7 @@ def fill_tensor_calls(x, make) -> Calls:
 
 
 def eye_calls(x, make) -> Calls:
-    n = _last(x)
+    n = _square(x)
     return [((n,), _on(x))] if n is not None else []
 
 
@@ -183,7 +191,7 @@ def created_specs() -> list[OpSpec]:
         _created("fill.Scalar", fill_scalar_calls),
         _created("fill.Tensor", fill_tensor_calls),
         _created("eye.default", eye_calls, outer),
-        _created("eye.m", eye_m_calls, masked),
+        _created("eye.m", eye_m_calls),
         _created("tril_indices.default", triangle_indices_calls, gathered),
         _created("triu_indices.default", triangle_indices_calls, gathered),
         # In-place twins: x itself is filled (its values are gone; the combination reads the fill).

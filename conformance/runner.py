@@ -87,6 +87,8 @@ class Program:
         self.spec, self.samples = spec, list(samples)
         self.slots: list[list[int]] = []  # per sample: indices into the flat input list
         self.inputs: list[torch.Tensor] = []
+        self.frozen: set[int] = set()  # inputs passed as a `not_differentiated` argument
+        names = [argument.name for argument in spec.overload._schema.arguments]
         lines = []
         for sample in self.samples:
             seen: dict[int, int] = {}
@@ -121,6 +123,12 @@ class Program:
             arguments = [literal(a) for a in sample.args] + [
                 f"{k}={literal(v)}" for k, v in sample.kwargs.items()
             ]
+            given = [*zip(names, sample.args, strict=False), *sample.kwargs.items()]
+            self.frozen |= {
+                seen[id(value)]
+                for name, value in given
+                if name in spec.not_differentiated and isinstance(value, torch.Tensor)
+            }
             call = f"op({', '.join(arguments)})"
             if partner_name is not None:
                 call = f"combine({call}, {partner_name})"
@@ -168,14 +176,21 @@ def _mapped(wrapper: Callable) -> Callable:
     return wrap
 
 
-def fresh_inputs(tensors: Sequence[torch.Tensor], *, widen: bool = False, grad: bool = False) -> list:
-    """Independent copies (same layout); widened to float64 for the reference; leaves for backward."""
+def fresh_inputs(
+    tensors: Sequence[torch.Tensor],
+    *,
+    widen: bool = False,
+    grad: bool = False,
+    frozen: set[int] = frozenset(),
+) -> list:
+    """Independent copies (same layout); widened to float64 for the reference; leaves for backward
+    (except the `frozen` positions: targets and weights)."""
     copies = []
-    for tensor in tensors:
+    for index, tensor in enumerate(tensors):
         copy = replicate(tensor)
         if widen and copy.dtype.is_floating_point:
             copy = copy.to(torch.float64)
-        if grad and copy.dtype.is_floating_point:
+        if grad and copy.dtype.is_floating_point and index not in frozen:
             copy = copy.detach().requires_grad_()
         copies.append(copy)
     return copies
@@ -237,18 +252,21 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         raise ValueError("an in-place write into a tensor whose elements share memory (stride 0)")
     program = Program(spec, context, [sample])
     run = program.function()
-    inputs = fresh_inputs(program.inputs, grad=backward)
+    inputs = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
     output = quietly(run, *inputs)[0]
-    meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
+    try:
+        meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
+    except NotImplementedError:
+        meta = output  # no meta kernel: a data-dependent shape (boolean-mask indexing, nonzero)
     if not same_structure(meta, output):
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
     try:
         if spec.combine is None:
-            widened = fresh_inputs(program.inputs, widen=True, grad=backward)
+            widened = fresh_inputs(program.inputs, widen=True, grad=backward, frozen=program.frozen)
             expected.reference = quietly(run, *widened)[0]
         else:
-            widened = fresh_inputs(program.inputs, grad=backward)
+            widened = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
             reference = Program(spec, context, [sample], reference=True).function()
             expected.reference = quietly(reference, *widened)[0]
         expected.reference_inputs_after = widened
@@ -326,7 +344,7 @@ def run_case(
     torch._dynamo.reset()
     received: set = set()
     compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
-    inputs = fresh_inputs(batch.inputs, grad=backward)
+    inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
     try:
         outputs = quietly(compiled, *inputs)
         grads = None

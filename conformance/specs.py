@@ -69,6 +69,9 @@ class OpSpec:
     # (a half fill kept in float32 is rounded right when stored alone); combining with an input also
     # keeps a backend from folding a created tensor into a constant.
     combine: Callable | None = None
+    # Tensor arguments that are not differentiated in the bwd direction (a loss's target and weights:
+    # autograd has no formula for them).
+    not_differentiated: tuple[str, ...] = ()
     # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
     # without it, a case whose op the backend never received fails, since it would pass vacuously.
     graph_break_reason: str = ""
@@ -134,6 +137,9 @@ def check(s: OpSpec) -> None:
     typos = set(s.nonzero) - arguments
     if typos:
         fail(f"nonzero names {sorted(typos)} are not arguments of {overload._schema}")
+    typos = set(s.not_differentiated) - arguments
+    if typos:
+        fail(f"not_differentiated names {sorted(typos)} are not arguments of {overload._schema}")
     if s.domain is not None and not (len(s.domain) == 2 and s.domain[0] < s.domain[1]):
         fail(f"domain {s.domain!r} is not (low, high) with low < high")
     if (s.family == "shaped") != (s.args is not None):
