@@ -20,3 +20,9 @@ SPECS: dict[str, OpSpec] = registry(
     + indexing_specs()
     + fallback_specs()
 )
+
+
+def overload_counts(specs: dict[str, OpSpec] = SPECS) -> dict[str, int]:
+    """How many aten overloads the suite knows, and how many of them are in-place twins of others."""
+    twins = sum(1 for s in specs.values() if s.category == "inplace")
+    return {"overloads": len(specs), "not_inplace": len(specs) - twins, "inplace_twins": twins}

@@ -118,7 +118,10 @@ def conv_transpose_calls(x, make) -> Calls:
     c = image.shape[1]
     weight = _small(image, make, (c, 2, 3, 3), 1)
     return [
-        ((image, weight, _small(image, make, (2,), 2)), {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}),
+        (
+            (image, weight, _small(image, make, (2,), 2)),
+            {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 1]},
+        ),
         ((image, weight), {}),
     ]
 
