@@ -7,6 +7,7 @@ from conformance.ops_fallbacks import fallback_specs
 from conformance.ops_indexing import indexing_specs
 from conformance.ops_losses import loss_specs
 from conformance.ops_pointwise import pointwise_specs
+from conformance.ops_random import random_specs
 from conformance.ops_reductions import reduction_specs
 from conformance.ops_shaped import shaped_specs
 from conformance.specs import OpSpec, registry
@@ -19,6 +20,7 @@ SPECS: dict[str, OpSpec] = registry(
     + loss_specs()
     + indexing_specs()
     + fallback_specs()
+    + random_specs()
 )
 
 

@@ -115,7 +115,7 @@ class Program:
                     # The partner's device, read when the program runs (eager's meta check runs it on
                     # meta tensors).
                     if partner is None:
-                        raise ValueError("a device argument needs the sample's partner tensor")
+                        return f"torch.device({str(value)!r})"
                     return f"in{seen[id(partner)]}.device"
                 return repr(value)  # numbers (inf and nan are names in the globals), strings, None
 
@@ -370,6 +370,11 @@ def run_case(
             f"the backend never received {spec.op}: Dynamo ran it eagerly (a graph break), so the case "
             "would pass without testing the backend"
         )
+    if spec.check is not None:
+        result.failures += random_failures(
+            spec, context, backward, kept, batch, outputs, grads, inputs, compiled
+        )
+        return result
     for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
         line = batch.lines[index].strip().removesuffix(",")
         where = f"sample {index} [{expected.sample.label}]: {line}"
@@ -397,6 +402,34 @@ def run_case(
         if problems:
             result.failures.append("\n".join([where, *problems]))
     return result
+
+
+def random_failures(spec, context, backward, kept, batch, outputs, grads, inputs, compiled) -> list[str]:
+    """A random op's case: eager's shapes and dtypes, the spec's check of each sample (not where the
+    context reduces the output: the check reads raw values), and the same values again under the same
+    seed."""
+    failures = []
+    for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
+        where = f"sample {index} [{expected.sample.label}]: {batch.lines[index].strip().removesuffix(',')}"
+        if not same_structure(output, expected.output):
+            failures.append(f"{where}\n  output: shape or dtype differs from eager's")
+            continue
+        if context == "into_reduction":
+            continue
+        slots = batch.slots[index]
+        sample_grads = [grads[i] for i in slots] if backward else None
+        problem = quietly(spec.check, expected.sample, output, sample_grads, expected.grad_outputs)
+        if problem:
+            failures.append(f"{where}\n  {problem}")
+    if not backward:
+        again = []
+        for _ in range(2):
+            torch.manual_seed(1234)
+            again.append(quietly(compiled, *inputs))
+        verdict = compare(again[1], again[0], None, (0.0, 0.0))
+        if not verdict.ok:
+            failures.append(f"not the same values under the same torch.manual_seed: {verdict.message}")
+    return failures
 
 
 def unspecified_mask(spec: OpSpec, sample: Sample, direction: str) -> torch.Tensor | None:

@@ -38,6 +38,7 @@ CATEGORIES = (
     "created",
     "loss",
     "indexing",
+    "random",
 )
 
 
@@ -72,6 +73,9 @@ class OpSpec:
     # Tensor arguments that are not differentiated in the bwd direction (a loss's target and weights:
     # autograd has no formula for them).
     not_differentiated: tuple[str, ...] = ()
+    # Random ops: check(sample, output, grads, grad_outputs) -> "" or what is wrong, in place of the
+    # comparison with eager's values (conformance/ops_random.py).
+    check: Callable | None = None
     # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
     # without it, a case whose op the backend never received fails, since it would pass vacuously.
     graph_break_reason: str = ""
@@ -152,6 +156,8 @@ def check(s: OpSpec) -> None:
             fail("a tolerance override needs tolerance_reason: why this op may differ more")
     elif s.tolerance_reason:
         fail("tolerance_reason without a tolerance override")
+    if (s.category == "random") != (s.check is not None):
+        fail("a random op needs check(sample, output, grads, grad_outputs), and only it takes one")
     if s.combine is not None and not callable(s.combine):
         fail(f"combine {s.combine!r} is not a function combine(result, x)")
     if s.unspecified_at is not None:

@@ -52,3 +52,36 @@ def test_the_report_says_how_many_overloads_the_suite_knows():
     known = {"overloads": 441, "not_inplace": 326, "inplace_twins": 115}
     text = markdown([], {"backend": "fuser", "device": "cpu", "known": known})
     assert "The suite knows 441 aten overloads: 326 ops and 115 in-place twins." in text
+
+
+def reseeding_backend(graph_module, example_inputs):
+    """A backend that draws from a fresh seed on every call: not reproducible under manual_seed."""
+
+    def run(*args):
+        torch.seed()
+        return graph_module.forward(*args)
+
+    return run
+
+
+def test_random_ops_are_checked_for_what_can_be_checked():
+    spec = SPECS["aten.native_dropout.default"]
+    x = torch.randn(100, 50)
+    torch.manual_seed(0)
+    out, mask = torch.ops.aten.native_dropout(x, 0.3, True)
+    sample = Sample((x, 0.3, True), {}, "probe")
+    assert spec.check(sample, (out, mask), None, None) == ""
+    assert "fraction kept" in spec.check(sample, (x / 0.7, torch.ones_like(mask)), None, None)
+    assert "output" in spec.check(sample, (out, ~mask), None, None)
+    grad = torch.randn_like(x)
+    other = torch.rand_like(x) > 0.3  # a backward that draws its own mask
+    assert spec.check(sample, (out, mask), [grad * mask / 0.7], [grad]) == ""
+    assert "gradient" in spec.check(sample, (out, mask), [grad * other / 0.7], [grad])
+
+
+def test_a_random_op_must_give_the_same_values_under_the_same_seed():
+    spec = SPECS["aten.rand_like.default"]
+    assert not run_case(spec, "float32", "alone", "fwd", "eager", "cpu", "quick").failures
+    backend = f"{__name__}:reseeding_backend"
+    failures = run_case(spec, "float32", "alone", "fwd", backend, "cpu", "quick").failures
+    assert failures and "same torch.manual_seed" in failures[-1]
