@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from conformance.ops_created import created_specs
+from conformance.ops_fallbacks import fallback_specs
+from conformance.ops_indexing import indexing_specs
+from conformance.ops_losses import loss_specs
 from conformance.ops_pointwise import pointwise_specs
+from conformance.ops_random import random_specs
 from conformance.ops_reductions import reduction_specs
 from conformance.ops_shaped import shaped_specs
 from conformance.specs import OpSpec, registry
 
-SPECS: dict[str, OpSpec] = registry(pointwise_specs() + reduction_specs() + shaped_specs())
+SPECS: dict[str, OpSpec] = registry(
+    pointwise_specs()
+    + reduction_specs()
+    + shaped_specs()
+    + created_specs()
+    + loss_specs()
+    + indexing_specs()
+    + fallback_specs()
+    + random_specs()
+)
+
+
+def overload_counts(specs: dict[str, OpSpec] = SPECS) -> dict[str, int]:
+    """How many aten overloads the suite knows, and how many of them are in-place twins of others."""
+    twins = sum(1 for s in specs.values() if s.category == "inplace")
+    return {"overloads": len(specs), "not_inplace": len(specs) - twins, "inplace_twins": twins}

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from conformance.combine import mixed
 from conformance.specs import OpSpec, spec
 from conformance.values import DTYPES
 from fuser.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
@@ -72,6 +73,8 @@ UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
     "logit_backward": ({"fwd": {"self": ("-0.0",)}}, f"at self = -0.0 {_MINUS_ZERO}"),
     "logit": ({"bwd": {"self": ("-0.0",)}}, f"the gradient at -0.0: {_MINUS_ZERO}"),
 }
+# Fills: the value meets x in the same program (a fill held unrounded is right only when stored alone).
+COMBINED = {"full_like": mixed, "masked_fill": mixed}
 NOT_DIFFERENTIABLE = {"nextafter", "floor_divide", "lift_fresh_copy", "full_like", "_to_copy"}
 NOT_DIFFERENTIABLE |= {"convert_element_type", "div"}  # prims.div has no autograd formula
 # Pointwise ops that only appear in backward graphs (AOTAutograd emits them; a backend may lower or decompose them).
@@ -120,6 +123,7 @@ def _derived(overload: torch._ops.OpOverload, *, inplace: bool = False) -> OpSpe
         edges=EDGES.get(packet, ()),
         nonzero=DIVISORS.get(packet, ()),
         cast_safe=packet in CASTS,
+        combine=COMBINED.get(packet),
         **_unspecified(packet, inplace),
     )
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from conformance.combine import mixed
 from conformance.specs import OpSpec, spec
 from conformance.values import DTYPES, FLOATING
 
@@ -40,6 +41,7 @@ def _shaped(
     dtypes: tuple[str, ...] = ALL,
     differentiable: bool = True,
     variants: tuple[dict[str, Any], ...] = ({},),
+    combine: Callable | None = None,
 ) -> OpSpec:
     return spec(
         f"aten.{op}",
@@ -49,6 +51,7 @@ def _shaped(
         dtypes=dtypes,
         differentiable=differentiable,
         variants=variants,
+        combine=combine,
     )
 
 
@@ -584,6 +587,7 @@ def shaped_specs() -> list[OpSpec]:
         _shaped("scatter_add.default", fallback, scatter_add_calls),
         _shaped("index_add.default", fallback, index_add_calls),
         _shaped("diag_embed.default", fallback, diag_embed_calls),
-        _shaped("where.ScalarOther", fallback, where_scalar_calls(scalar_first=False)),
-        _shaped("where.ScalarSelf", fallback, where_scalar_calls(scalar_first=True)),
+        # The Python scalar fills where the mask says: combined with x, as a fill (conformance/combine.py).
+        _shaped("where.ScalarOther", fallback, where_scalar_calls(scalar_first=False), combine=mixed),
+        _shaped("where.ScalarSelf", fallback, where_scalar_calls(scalar_first=True), combine=mixed),
     ]

@@ -26,7 +26,7 @@ import torch
 
 from conformance import report
 from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
-from conformance.catalog import SPECS
+from conformance.catalog import SPECS, overload_counts
 from conformance.ledger import Ledger
 from conformance.runner import resolve_backend, supported_dtypes
 from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
@@ -279,6 +279,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     chosen = selection(config)
     terminalreporter.section("conformance")
     terminalreporter.write_line(report.summary(results))
+    terminalreporter.write_line(report.known_line({"known": overload_counts()}))
     directory = config.getoption("conformance_report")
     if directory:
         meta = {
@@ -293,6 +294,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "command": "pytest " + shlex.join(config.invocation_params.args),
             "workers": os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"),
             "gpus": torch.cuda.device_count() if chosen.device == "cuda" else 0,
+            "known": overload_counts(),
         }
         json_path, md_path = report.write(results, meta, Path(directory))
         terminalreporter.write_line(f"report: {json_path} and {md_path}")

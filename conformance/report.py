@@ -152,13 +152,25 @@ def _matrix(results: Sequence[CaseResult]) -> list[str]:
     return lines
 
 
+def known_line(meta: Mapping[str, Any]) -> str:
+    """ "The suite knows 441 aten overloads: 326 ops and 115 in-place twins." (empty without the counts)"""
+    counts = meta.get("known")
+    if not counts:
+        return ""
+    return (
+        f"The suite knows {counts['overloads']} aten overloads: {counts['not_inplace']} ops and "
+        f"{counts['inplace_twins']} in-place twins."
+    )
+
+
 def markdown(results: Sequence[CaseResult], meta: Mapping[str, Any]) -> str:
     """The run as Markdown: heading, totals, the op × dtype matrix with its legend, and the failures."""
     details = [f"{name} {meta[name]}" for name in META_SHOWN if meta.get(name)]
     if meta.get("command"):
         details.append(f"`{meta['command']}`")
     lines = [f"### Conformance: `{meta.get('backend', '?')}` on {meta.get('device', '?')}", ""]
-    lines += [_totals_line(results), *([" · ".join(details)] if details else []), ""]
+    lines += [_totals_line(results), *([" · ".join(details)] if details else [])]
+    lines += [line for line in [known_line(meta)] if line] + [""]
     if not results:
         return "\n".join([*lines, "No cases ran.", ""])
     lines += [*_matrix(results), ""]

@@ -51,6 +51,19 @@ def resolve_backend(name: str) -> str | Callable:
         raise ValueError(f"--backend {name!r}: cannot load it: {error}") from None
 
 
+def recording(backend: str, received: set) -> Callable:
+    """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
+    function of an FX graph)."""
+    chosen = resolve_backend(backend)
+    compiler = torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
+
+    def record(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
+        received.update(n.target for n in graph_module.graph.nodes if n.op == "call_function")
+        return compiler(graph_module, example_inputs, **kwargs)
+
+    return record
+
+
 @dataclass
 class CaseRun:
     """What one case did: how many samples ran, what failed, and notes (dropped samples, strides)."""
@@ -68,16 +81,22 @@ class CaseRun:
 class Program:
     """Straight-line source calling the op once per sample, with the context's wrappers."""
 
-    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample]):
+    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample], *, reference: bool = False):
+        """`reference`: the float64 reference's program for a spec with `combine` — the op runs on the
+        inputs as they are (its result's rounding to its dtype is the op's meaning) and the combination
+        runs in float64."""
         self.spec, self.samples = spec, list(samples)
         self.slots: list[list[int]] = []  # per sample: indices into the flat input list
         self.inputs: list[torch.Tensor] = []
+        self.frozen: set[int] = set()  # inputs passed as a `not_differentiated` argument
+        names = [argument.name for argument in spec.overload._schema.arguments]
         lines = []
         for sample in self.samples:
             seen: dict[int, int] = {}
             slots = []
+            partner = sample.partner if spec.combine is not None else None
 
-            def literal(value, seen=seen, slots=slots) -> str:
+            def literal(value, seen=seen, slots=slots, partner=partner) -> str:
                 if isinstance(value, torch.Tensor):
                     if id(value) not in seen:
                         seen[id(value)] = len(self.inputs)
@@ -93,12 +112,28 @@ class Program:
                     )
                 if isinstance(value, torch.dtype):
                     return str(value)
+                if isinstance(value, torch.device):
+                    # The partner's device, read when the program runs (eager's meta check runs it on
+                    # meta tensors).
+                    if partner is None:
+                        return f"torch.device({str(value)!r})"
+                    return f"in{seen[id(partner)]}.device"
                 return repr(value)  # numbers (inf and nan are names in the globals), strings, None
 
+            partner_name = literal(partner) if partner is not None else None
             arguments = [literal(a) for a in sample.args] + [
                 f"{k}={literal(v)}" for k, v in sample.kwargs.items()
             ]
-            lines.append(f"        wrap_out(op({', '.join(arguments)})),")
+            given = [*zip(names, sample.args, strict=False), *sample.kwargs.items()]
+            self.frozen |= {
+                seen[id(value)]
+                for name, value in given
+                if name in spec.not_differentiated and isinstance(value, torch.Tensor)
+            }
+            call = f"op({', '.join(arguments)})"
+            if partner_name is not None:
+                call = f"combine({call}, {partner_name})"
+            lines.append(f"        wrap_out({call}),")
             self.slots.append(slots)
         header = f"def program({', '.join(f'in{i}' for i in range(len(self.inputs)))}):"
         self.lines = lines
@@ -111,12 +146,24 @@ class Program:
             "nan": nan,
             "wrap_in": wrap_in or (lambda x: x),
             "wrap_out": _mapped(wrap_out) if wrap_out else (lambda y: y),
+            "combine": _widened(spec.combine) if reference and spec.combine else spec.combine,
         }
 
     def function(self) -> Callable:
         namespace = dict(self.namespace)
         exec(compile(self.source, f"<conformance {self.spec.op}>", "exec"), namespace)
         return namespace["program"]
+
+
+def _widened(combine: Callable) -> Callable:
+    def wide(value):
+        if isinstance(value, torch.Tensor) and value.dtype.is_floating_point:
+            return value.to(torch.float64)
+        if isinstance(value, tuple | list):
+            return type(value)(wide(v) for v in value)
+        return value
+
+    return lambda result, x: combine(wide(result), wide(x))
 
 
 def _mapped(wrapper: Callable) -> Callable:
@@ -130,14 +177,21 @@ def _mapped(wrapper: Callable) -> Callable:
     return wrap
 
 
-def fresh_inputs(tensors: Sequence[torch.Tensor], *, widen: bool = False, grad: bool = False) -> list:
-    """Independent copies (same layout); widened to float64 for the reference; leaves for backward."""
+def fresh_inputs(
+    tensors: Sequence[torch.Tensor],
+    *,
+    widen: bool = False,
+    grad: bool = False,
+    frozen: set[int] = frozenset(),
+) -> list:
+    """Independent copies (same layout); widened to float64 for the reference; leaves for backward
+    (except the `frozen` positions: targets and weights)."""
     copies = []
-    for tensor in tensors:
+    for index, tensor in enumerate(tensors):
         copy = replicate(tensor)
         if widen and copy.dtype.is_floating_point:
             copy = copy.to(torch.float64)
-        if grad and copy.dtype.is_floating_point:
+        if grad and copy.dtype.is_floating_point and index not in frozen:
             copy = copy.detach().requires_grad_()
         copies.append(copy)
     return copies
@@ -199,15 +253,23 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         raise ValueError("an in-place write into a tensor whose elements share memory (stride 0)")
     program = Program(spec, context, [sample])
     run = program.function()
-    inputs = fresh_inputs(program.inputs, grad=backward)
+    inputs = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
     output = quietly(run, *inputs)[0]
-    meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
+    try:
+        meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
+    except NotImplementedError:
+        meta = output  # no meta kernel: a data-dependent shape (boolean-mask indexing, nonzero)
     if not same_structure(meta, output):
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
     try:
-        widened = fresh_inputs(program.inputs, widen=True, grad=backward)
-        expected.reference = quietly(run, *widened)[0]
+        if spec.combine is None:
+            widened = fresh_inputs(program.inputs, widen=True, grad=backward, frozen=program.frozen)
+            expected.reference = quietly(run, *widened)[0]
+        else:
+            widened = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
+            reference = Program(spec, context, [sample], reference=True).function()
+            expected.reference = quietly(reference, *widened)[0]
         expected.reference_inputs_after = widened
     except Exception:
         widened = None  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
@@ -281,8 +343,9 @@ def run_case(
     batch = Program(spec, context, [e.sample for e in kept])
     result.source = batch.source
     torch._dynamo.reset()
-    compiled = torch.compile(batch.function(), backend=resolve_backend(backend), dynamic=False)
-    inputs = fresh_inputs(batch.inputs, grad=backward)
+    received: set = set()
+    compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
+    inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
     try:
         outputs = quietly(compiled, *inputs)
         grads = None
@@ -303,6 +366,16 @@ def run_case(
     finally:
         torch._dynamo.reset()
 
+    if spec.overload not in received and not spec.graph_break_reason:
+        result.failures.append(
+            f"the backend never received {spec.op}: Dynamo ran it eagerly (a graph break), so the case "
+            "would pass without testing the backend"
+        )
+    if spec.check is not None:
+        result.failures += random_failures(
+            spec, context, backward, kept, batch, outputs, grads, inputs, compiled
+        )
+        return result
     for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
         line = batch.lines[index].strip().removesuffix(",")
         where = f"sample {index} [{expected.sample.label}]: {line}"
@@ -337,6 +410,34 @@ def run_case(
         if problems:
             result.failures.append("\n".join([where, *problems]))
     return result
+
+
+def random_failures(spec, context, backward, kept, batch, outputs, grads, inputs, compiled) -> list[str]:
+    """A random op's case: eager's shapes and dtypes, the spec's check of each sample (not where the
+    context reduces the output: the check reads raw values), and the same values again under the same
+    seed."""
+    failures = []
+    for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
+        where = f"sample {index} [{expected.sample.label}]: {batch.lines[index].strip().removesuffix(',')}"
+        if not same_structure(output, expected.output):
+            failures.append(f"{where}\n  output: shape or dtype differs from eager's")
+            continue
+        if context == "into_reduction":
+            continue
+        slots = batch.slots[index]
+        sample_grads = [grads[i] for i in slots] if backward else None
+        problem = quietly(spec.check, expected.sample, output, sample_grads, expected.grad_outputs)
+        if problem:
+            failures.append(f"{where}\n  {problem}")
+    if not backward:
+        again = []
+        for _ in range(2):
+            torch.manual_seed(1234)
+            again.append(quietly(compiled, *inputs))
+        verdict = compare(again[1], again[0], None, (0.0, 0.0))
+        if not verdict.ok:
+            failures.append(f"not the same values under the same torch.manual_seed: {verdict.message}")
+    return failures
 
 
 def unspecified_mask(spec: OpSpec, sample: Sample, direction: str) -> torch.Tensor | None:
@@ -418,7 +519,8 @@ def on_device(sample: Sample, device: str) -> Sample:
             return type(value)(move(v) for v in value)
         return value
 
-    return Sample(move(sample.args), {k: move(v) for k, v in sample.kwargs.items()}, sample.label)
+    kwargs = {k: move(v) for k, v in sample.kwargs.items()}
+    return Sample(move(sample.args), kwargs, sample.label, move(sample.partner))
 
 
 def supported_dtypes(spec: OpSpec, device: str, tier: str = "quick", probes: int = 3) -> list[str]:

@@ -40,6 +40,7 @@ class Sample:
     args: tuple
     kwargs: dict[str, Any]
     label: str
+    partner: torch.Tensor | None = None  # the input a spec's `combine` meets the result with
 
     def tensors(self) -> list[torch.Tensor]:
         return [
@@ -389,7 +390,12 @@ def shaped(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
         x = make(shape, layout=layout, huge=spec.category != "normalization")
         for args, kwargs in spec.args(x, make):
             for variant in spec.variants:
-                yield Sample(tuple(args), {**kwargs, **variant}, f"{layout} {tuple(shape)}")
+                yield Sample(
+                    tuple(args),
+                    {**kwargs, **variant},
+                    f"{layout} {tuple(shape)}",
+                    x if spec.combine else None,
+                )
 
 
 GENERATORS: dict[str, Callable[[Any, str, Tier], Iterator[Sample]]] = {
@@ -406,6 +412,8 @@ def generate(spec: OpSpec, dtype: str, tier: str) -> list[Sample]:
 def iter_samples(spec: OpSpec, dtype: str, tier: str) -> Iterator[Sample]:
     """The samples one at a time (probing a dtype needs only the first few)."""
     for sample in GENERATORS[spec.family](spec, dtype, TIERS[tier]):
+        if spec.combine is not None and sample.partner is None:
+            sample.partner = sample.tensors()[0]
         yield cast_safe(sample) if spec.cast_safe else sample
 
 
@@ -428,4 +436,4 @@ def cast_safe(sample: Sample) -> Sample:
             return torch.where(keep, value, torch.zeros((), dtype=value.dtype))
         return value
 
-    return Sample(tuple(safe(a) for a in sample.args), sample.kwargs, sample.label)
+    return Sample(tuple(safe(a) for a in sample.args), sample.kwargs, sample.label, sample.partner)

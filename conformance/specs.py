@@ -26,7 +26,20 @@ from conformance.oracle import UNSPECIFIED_VALUES
 from conformance.values import DTYPES
 
 FAMILIES = ("elementwise", "reduction", "shaped")
-CATEGORIES = ("pointwise", "inplace", "cast", "reduction", "normalization", "view", "backward", "fallback")
+CATEGORIES = (
+    "pointwise",
+    "inplace",
+    "cast",
+    "reduction",
+    "normalization",
+    "view",
+    "backward",
+    "fallback",
+    "created",
+    "loss",
+    "indexing",
+    "random",
+)
 
 
 class SpecError(ValueError):
@@ -56,6 +69,20 @@ class OpSpec:
     # default (oracle.ULP_BUDGET) is too tight for a legitimate lowering — with the reason.
     ulp_budget: float | None = None
     ulp_reason: str = ""
+    # combine(result, x): what the op's result meets in the same program, with x the sample's first input
+    # (`partner`). Created tensors and fills are only wrong where a kernel combines them with other values
+    # (a half fill kept in float32 is rounded right when stored alone); combining with an input also
+    # keeps a backend from folding a created tensor into a constant.
+    combine: Callable | None = None
+    # Tensor arguments that are not differentiated in the bwd direction (a loss's target and weights:
+    # autograd has no formula for them).
+    not_differentiated: tuple[str, ...] = ()
+    # Random ops: check(sample, output, grads, grad_outputs) -> "" or what is wrong, in place of the
+    # comparison with eager's values (conformance/ops_random.py).
+    check: Callable | None = None
+    # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
+    # without it, a case whose op the backend never received fails, since it would pass vacuously.
+    graph_break_reason: str = ""
 
     @property
     def overload(self) -> torch._ops.OpOverload:
@@ -118,6 +145,9 @@ def check(s: OpSpec) -> None:
     typos = set(s.nonzero) - arguments
     if typos:
         fail(f"nonzero names {sorted(typos)} are not arguments of {overload._schema}")
+    typos = set(s.not_differentiated) - arguments
+    if typos:
+        fail(f"not_differentiated names {sorted(typos)} are not arguments of {overload._schema}")
     if s.domain is not None and not (len(s.domain) == 2 and s.domain[0] < s.domain[1]):
         fail(f"domain {s.domain!r} is not (low, high) with low < high")
     if (s.family == "shaped") != (s.args is not None):
@@ -134,6 +164,10 @@ def check(s: OpSpec) -> None:
         fail("a ulp_budget must be positive and needs ulp_reason: why this op may lose more precision")
     elif s.ulp_budget is None and s.ulp_reason:
         fail("ulp_reason without a ulp_budget")
+    if (s.category == "random") != (s.check is not None):
+        fail("a random op needs check(sample, output, grads, grad_outputs), and only it takes one")
+    if s.combine is not None and not callable(s.combine):
+        fail(f"combine {s.combine!r} is not a function combine(result, x)")
     if s.unspecified_at is not None:
         check_unspecified(s, arguments, fail)
     elif s.unspecified_reason:

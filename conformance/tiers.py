@@ -27,7 +27,7 @@ OP_TIERS = ("quick", "full")
 QUICK_DTYPES = ("bfloat16", "float32", "int64", "uint8", "bool")
 # Categories whose dtype handling is per-op code in a fusing backend; views, normalizations and eager
 # fallbacks run their primary dtype and bfloat16 in the quick tier, in-place twins their primary one.
-PER_DTYPE_IN_QUICK = ("pointwise", "cast", "reduction", "backward")
+PER_DTYPE_IN_QUICK = ("pointwise", "cast", "reduction", "backward", "created")
 FUSED = CONTEXTS[1:]
 
 

@@ -87,7 +87,11 @@ def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False
 # Ops left to eager whole, not decomposed: the fuser lowers none of their parts that matter, and their
 # decompositions compute differently. index_add's multiplies source by alpha before index_put accumulates
 # (2 * 3.4e38 overflows, and -inf + inf is nan), where ATen's kernel fuses the multiply into the add.
-EAGER_WHOLE = [aten.index_add.default]
+# linspace's and logspace's compute in float32 over an iota, where ATen's kernels compute an integer
+# range from truncated ends in double with fused multiply-adds (linspace(-3.3, 7.9, 7) is
+# [-3, -1, 0, 1, 3, 5, 7], the decomposition's [-3, -1, 0, 2, 4, 6, 7]) and a half one in the half
+# dtype's own arithmetic: a range is written once, so eager's kernel costs one small launch.
+EAGER_WHOLE = [aten.index_add.default, aten.linspace.default, aten.logspace.default]
 
 
 @functools.cache

@@ -125,10 +125,12 @@ def _scalar(value, out_dtype: torch.dtype) -> str:
 
 def _converted(value: str, out_dtype: torch.dtype) -> str:
     """A value of its own dtype converted as ATen's value.to<scalar_t>(): != 0 for a bool, truncation for
-    an integer; held in the output's arithmetic dtype."""
+    an integer, rounding to a half dtype (a bfloat16 fill of 0.1 is 0.10009765625: the kernel goes on
+    computing with that value, not float32's 0.1); held in the output's arithmetic dtype."""
     if out_dtype == torch.bool:
         return f"(({value}) != 0)"
-    return f"({value}).to({triton_name(arithmetic_dtype(out_dtype))})"
+    held = f"({value}).to({triton_name(arithmetic_dtype(out_dtype))})"
+    return _half_scalar(held, out_dtype) if out_dtype in HALF_DTYPES else held
 
 
 def _half_scalar(x: str, out_dtype: torch.dtype) -> str:

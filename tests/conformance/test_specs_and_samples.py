@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from conformance.catalog import SPECS
+from conformance.catalog import SPECS, overload_counts
 from conformance.plugin import untested_ops
 from conformance.runner import supported_dtypes
 from conformance.samples import generate, iter_samples
@@ -43,6 +43,8 @@ def _unspecified(where: dict, reason: str = "eager's loops disagree") -> dict:
         (_unspecified({"bwd": {"self": ("nan",)}}), "not differentiable"),
         (_unspecified({"fwd": {"self": "nan"}}), "tuple of values"),
         ({"family": "elementwise", "category": "pointwise", "unspecified_reason": "why"}, "without"),
+        ({"family": "elementwise", "category": "pointwise", "not_differentiated": ("tagret",)}, "tagret"),
+        ({"family": "elementwise", "category": "pointwise", "combine": "mixed"}, "not a function"),
     ],
 )
 def test_a_malformed_spec_is_an_error_naming_the_problem(fields, complaint):
@@ -55,8 +57,11 @@ def test_an_op_that_does_not_exist_is_an_error():
         spec("aten.add.Tensr", family="elementwise", category="pointwise")
 
 
-def test_the_suite_covers_at_least_250_aten_overloads():
-    assert len(SPECS) >= 250
+def test_the_suite_covers_at_least_420_aten_overloads_300_of_them_not_in_place_twins():
+    counts = overload_counts()
+    assert counts["overloads"] == len(SPECS) >= 420
+    assert counts["not_inplace"] >= 300
+    assert counts["not_inplace"] + counts["inplace_twins"] == counts["overloads"]
 
 
 def test_every_op_the_fuser_lowers_pointwise_has_a_spec():

@@ -1,0 +1,87 @@
+"""The families that cover what models run: created tensors meet inputs in the program, their float64
+reference keeps the op's own rounding, and a case whose op never reached the backend fails."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from conformance.catalog import SPECS
+from conformance.report import markdown
+from conformance.runner import Program, expect, run_case
+from conformance.samples import Sample, generate
+
+
+def test_a_created_tensor_is_combined_with_the_samples_input_in_the_program():
+    sample = generate(SPECS["aten.arange.default"], "bfloat16", "quick")[0]
+    program = Program(SPECS["aten.arange.default"], "alone", [sample])
+    assert "combine(op(" in program.source and "device=in0.device" in program.source
+    assert program.inputs == [sample.partner]  # the partner is an input: nothing to fold
+
+
+def test_the_reference_of_a_created_tensor_keeps_its_dtypes_rounding():
+    # full_like(x, 0.1) in bfloat16 holds bfloat16(0.1); a float64 program would hold 0.1 itself and
+    # so side with a backend that forgot to round (found that way: docs/conformance.md).
+    spec = SPECS["aten.full_like.default"]
+    x = torch.tensor([0.1, 1.0], dtype=torch.bfloat16)
+    expected = expect(spec, "alone", Sample((x, 0.1), {}, "probe", x), False, 0)
+    difference, _, equal = expected.reference
+    assert difference.dtype == torch.float64 and difference[0].item() == 0.0
+    assert equal[0].item()
+
+
+def test_a_case_whose_op_the_backend_never_received_fails_unless_the_spec_says_why():
+    # nonzero has a data-dependent shape: Dynamo runs it eagerly behind a graph break.
+    told = SPECS["aten.nonzero.default"]
+    untold = dataclasses.replace(told, graph_break_reason="")
+    assert not run_case(told, "int64", "alone", "fwd", "eager", "cpu", "quick").failures
+    failures = run_case(untold, "int64", "alone", "fwd", "eager", "cpu", "quick").failures
+    assert failures and "never received aten.nonzero.default" in failures[0]
+
+
+def test_a_loss_target_gets_no_gradient():
+    spec = SPECS["aten.nll_loss.default"]
+    sample = generate(spec, "float32", "quick")[0]
+    program = Program(spec, "alone", [sample])
+    target = next(i for i, t in enumerate(program.inputs) if t is sample.args[1])
+    assert program.frozen == {target}
+
+
+def test_the_report_says_how_many_overloads_the_suite_knows():
+    known = {"overloads": 441, "not_inplace": 326, "inplace_twins": 115}
+    text = markdown([], {"backend": "fuser", "device": "cpu", "known": known})
+    assert "The suite knows 441 aten overloads: 326 ops and 115 in-place twins." in text
+
+
+def reseeding_backend(graph_module, example_inputs):
+    """A backend that draws from a fresh seed on every call: not reproducible under manual_seed."""
+
+    def run(*args):
+        torch.seed()
+        return graph_module.forward(*args)
+
+    return run
+
+
+def test_random_ops_are_checked_for_what_can_be_checked():
+    spec = SPECS["aten.native_dropout.default"]
+    x = torch.randn(100, 50)
+    torch.manual_seed(0)
+    out, mask = torch.ops.aten.native_dropout(x, 0.3, True)
+    sample = Sample((x, 0.3, True), {}, "probe")
+    assert spec.check(sample, (out, mask), None, None) == ""
+    assert "fraction kept" in spec.check(sample, (x / 0.7, torch.ones_like(mask)), None, None)
+    assert "output" in spec.check(sample, (out, ~mask), None, None)
+    grad = torch.randn_like(x)
+    other = torch.rand_like(x) > 0.3  # a backward that draws its own mask
+    assert spec.check(sample, (out, mask), [grad * mask / 0.7], [grad]) == ""
+    assert "gradient" in spec.check(sample, (out, mask), [grad * other / 0.7], [grad])
+
+
+def test_a_random_op_must_give_the_same_values_under_the_same_seed():
+    spec = SPECS["aten.rand_like.default"]
+    assert not run_case(spec, "float32", "alone", "fwd", "eager", "cpu", "quick").failures
+    backend = f"{__name__}:reseeding_backend"
+    failures = run_case(spec, "float32", "alone", "fwd", backend, "cpu", "quick").failures
+    assert failures and "same torch.manual_seed" in failures[-1]
