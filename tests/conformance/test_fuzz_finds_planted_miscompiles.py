@@ -13,11 +13,20 @@ import pytest
 from conformance.fuzz import fuzz
 from fuser.miscompiles import ENV, KINDS
 
-PLANTED = [kind for kind in KINDS if not KINDS[kind].takes_argument]
+# Issue 15's six kinds, the ones that live between ops (the others in KINDS are the conformance suite's
+# catching table's, measured by tools/catching_table.py).
+PLANTED = [
+    "broadcast_stride_dropped",
+    "epilogue_neighbour_row",
+    "cast_before_last_op",
+    "swap_computed_operands",
+    "tail_mask",
+    "inplace_reads_own_output",
+]
 
 
-def test_there_are_six_planted_kinds_that_take_no_argument():
-    assert len(PLANTED) >= 6
+def test_the_six_planted_kinds_exist_and_take_no_argument():
+    assert all(kind in KINDS and not KINDS[kind].takes_argument for kind in PLANTED)
 
 
 @pytest.mark.parametrize("kind", PLANTED)
