@@ -8,9 +8,9 @@ parameters' dtypes (expected) and eager in float64 (reference). A capturable pro
 capturable — with a tensor lr where `tensor_lr` says so — and compared with eager not capturable (eager
 takes capturable only on accelerators; the arithmetic is the same).
 
-A program passes only if the backend really ran the update: it must have been handed a graph holding
-the step's `_foreach_*` calls, and that graph must have run once per step. A step Dynamo left eager
-(a recompile limit hit, a graph break around the update) would otherwise pass vacuously.
+A program passes only if the backend really ran the update: it must have been handed a graph holding the
+step's `_foreach_*` calls, and such a graph must have run at least once per step. A step Dynamo left
+eager (a recompile limit hit, a graph break around the update) would otherwise pass vacuously.
 """
 
 from __future__ import annotations
@@ -97,7 +97,10 @@ def _fresh(params: list[torch.Tensor], widen: bool = False) -> list[torch.Tensor
     return copies
 
 
-def _steps(program: OptimizerProgram, params: list[torch.Tensor], step_of: Callable) -> torch.optim.Optimizer:
+def _steps(
+    program: OptimizerProgram, params: list[torch.Tensor], step_of: Callable | None
+) -> torch.optim.Optimizer:
+    """STEPS steps with seeded gradients: compiled by `step_of(optimizer)`, or eager where it is None."""
     optimizer = program.make(params, compiled=step_of is not None)
     step = step_of(optimizer) if step_of is not None else optimizer.step
     generator = torch.Generator().manual_seed(1)
@@ -159,10 +162,10 @@ def run_program(program: OptimizerProgram, backend: str, device: str) -> CaseRun
     reference_params = _fresh(params, widen=True)
     reference = _steps(program, reference_params, None)
     result.samples = 1
-    if watch.update_calls != STEPS:
+    if watch.update_calls < STEPS:  # a step split by a graph break may run two update graphs
         result.failures.append(
-            f"the update ran compiled {watch.update_calls} times in {STEPS} steps "
-            f"({len(watch.graphs)} graph(s) holding _foreach_ calls reached the backend): it ran eagerly"
+            f"a compiled update graph ran {watch.update_calls} times in {STEPS} steps "
+            f"({len(watch.graphs)} graph(s) holding _foreach_ calls reached the backend): steps ran eagerly"
         )
         return result
     compared = {
