@@ -36,6 +36,7 @@ PROFILES: dict[str, dict] = {
 # Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
 # otherwise try hundreds of candidates (it stops on its own only after five minutes).
 SHRINK_BUDGETS = {"ci": 80, "dev": 300, "nightly": 1000}
+GREEDY_BUDGET = 40  # programs the last, greedy pass compiles at most
 DATABASE = Path(".hypothesis") / "fuzz"
 
 
@@ -149,9 +150,10 @@ def fuzz(
     test = settings(given(programs(vocab, max_nodes))(one))
 
     def judge(program: Program) -> Outcome:
-        if program.key() not in known and report.counts["shrink_checks"] < shrink_budget:
+        # The greedy pass has a budget of its own: hypothesis may have spent the shrinking one.
+        if program.key() not in known and report.counts["greedy_checks"] < GREEDY_BUDGET:
             known[program.key()] = check(program, backend, device, backward)
-            report.counts["shrink_checks"] += 1
+            report.counts["greedy_checks"] += 1
         return known.get(program.key(), Outcome("pass"))
 
     if seed is not None:
