@@ -2,7 +2,7 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 60 examples, no deadline, no example database:
+- `ci`: derandomized (the same programs on every run), 150 examples, no deadline, no example database:
   a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
@@ -29,7 +29,7 @@ from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 60, "derandomize": True, "database": None},
+    "ci": {"max_examples": 150, "derandomize": True, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }

@@ -121,7 +121,7 @@ def programs(
     do, so that most pairs broadcast."""
     base = draw(st.lists(st.sampled_from(SIZES), max_size=3).map(tuple))
     inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
-    nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes))
+    nodes = draw(st.lists(node_draws(vocab), min_size=2, max_size=max_nodes))
     seed = draw(st.integers(0, 1000))
     return resolve(base, inputs, nodes, seed, vocab)
 
