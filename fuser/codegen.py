@@ -370,6 +370,7 @@ class PointwiseBuilder(Builder):
 
     # --- the kernel ---
     def store(self, position: int, node: fx.Node) -> None:
+        self.storing = node  # read by a testing-only hook (fuser.miscompiles)
         value = meta(node)
         index = self.domain_index()
         name, held = self.value(node, index)

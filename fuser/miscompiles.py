@@ -133,8 +133,8 @@ def _tail_mask(bound: str, argument: None, builder: Any, end: str) -> str:
 
 def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, index: tuple) -> Any:
     """An input the kernel updates in place, read (directly or through an alias view) at another element
-    than the one being written, gives the updated value there: as if the kernel wrote the input in place
-    and then read an element it had already written."""
+    than the one being written, or for another output of the kernel, gives the updated value: as if the
+    kernel wrote the input in place and then read what it had already written."""
     from fuser.ops import VIEW_BY_OVERLOAD
 
     if getattr(builder, "reading_own_output", False):
@@ -144,8 +144,10 @@ def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, in
         base, mapped = base.all_input_nodes[0], builder.view_index(base, mapped)
     update = base.meta.get("fuser_testing_updated_by")
     own = builder.full_index() if hasattr(builder, "full_index") else builder.domain_index()
-    if update is None or update not in builder.computed or mapped == own:
+    if update is None or update not in builder.computed:
         return value
+    if mapped == own and getattr(builder, "storing", update) is update:
+        return value  # the update itself reads the element it writes: that much is right
     builder.reading_own_output = True  # the update itself reads the input as it was
     try:
         return builder.value(update, mapped)
@@ -296,8 +298,9 @@ KINDS: dict[str, Miscompile] = {
         {"loop_mask": _tail_mask},
     ),
     "inplace_reads_own_output": Miscompile(
-        "an input updated in place, read at another element than the one being written, reads the "
-        "updated value (a kernel writing the input in place and reading what it already wrote)",
+        "an input updated in place, read at another element than the one being written or for another "
+        "output of the kernel, reads the updated value (a kernel writing the input in place and then "
+        "reading what it already wrote)",
         {"graph": _note_updated_inputs, "leaf_value": _own_output_read},
     ),
 }

@@ -346,6 +346,7 @@ class RowBuilder(Builder):
         Triton stores through a block of addresses at least as large as the value and its mask. An
         index naming no row or column (a 0-d or all-size-1 space) gives one scalar address: zero terms
         widen it to a block, and the mask leaves only the first lane to store."""
+        self.storing = member  # read by a testing-only hook (fuser.miscompiles)
         value, held = self.value(member, index)
         address = self.output_address(position, member, index)
         level = max(1, self.level(value), self.level(address))

@@ -2,7 +2,7 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 60 examples, no deadline, no example database:
+- `ci`: derandomized (the same programs on every run), 150 examples, no deadline, no example database:
   a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
@@ -29,13 +29,14 @@ from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 60, "derandomize": True, "database": None},
+    "ci": {"max_examples": 150, "derandomize": True, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }
 # Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
 # otherwise try hundreds of candidates (it stops on its own only after five minutes).
 SHRINK_BUDGETS = {"ci": 80, "dev": 300, "nightly": 1000}
+GREEDY_BUDGET = 40  # programs the last, greedy pass compiles at most
 DATABASE = Path(".hypothesis") / "fuzz"
 
 
@@ -149,9 +150,10 @@ def fuzz(
     test = settings(given(programs(vocab, max_nodes))(one))
 
     def judge(program: Program) -> Outcome:
-        if program.key() not in known and report.counts["shrink_checks"] < shrink_budget:
+        # The greedy pass has a budget of its own: hypothesis may have spent the shrinking one.
+        if program.key() not in known and report.counts["greedy_checks"] < GREEDY_BUDGET:
             known[program.key()] = check(program, backend, device, backward)
-            report.counts["shrink_checks"] += 1
+            report.counts["greedy_checks"] += 1
         return known.get(program.key(), Outcome("pass"))
 
     if seed is not None:

@@ -30,7 +30,7 @@ from conformance.fuzz.program import VIEW_KINDS, Input, Node, Operand, Program, 
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 from conformance.runner import overlaps_itself
 from conformance.samples import SCALARS
-from conformance.values import LAYOUTS, replicate
+from conformance.values import DTYPES, LAYOUTS, replicate
 
 # A row longer than one block: the CPU interpreter's largest block is 2**14 elements, a GPU's 8192.
 LONG = 2**14 + 27
@@ -75,6 +75,7 @@ class NodeDraw:
     keepdim: bool
     inplace: bool
     output: bool  # also returned when later nodes read it (it must then be stored)
+    cast: str | None  # its result then cast to this dtype (`.to(dtype)`, as mixed precision does)
 
 
 def input_draws() -> st.SearchStrategy[InputDraw]:
@@ -107,6 +108,7 @@ def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
         keepdim=st.booleans(),
         inplace=st.booleans(),
         output=st.booleans(),
+        cast=st.sampled_from((None, None, None, "float32", "bfloat16", "float16", "int32", "bool")),
     )
 
 
@@ -119,26 +121,29 @@ def programs(
     do, so that most pairs broadcast."""
     base = draw(st.lists(st.sampled_from(SIZES), max_size=3).map(tuple))
     inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
-    nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes))
+    nodes = draw(st.lists(node_draws(vocab), min_size=2, max_size=max_nodes))
     seed = draw(st.integers(0, 1000))
     return resolve(base, inputs, nodes, seed, vocab)
 
 
 def smaller(program: Program) -> list[Program]:
-    """Programs one step smaller than `program` (a node left out, or one node's view steps), resolved
-    from its draws: candidates for a last greedy pass after hypothesis' shrinking, which minimizes the
-    draws, not the ops a reader counts."""
+    """Programs one step smaller than `program` (a node, one node's view steps or an input left out),
+    resolved from its draws: candidates for a last greedy pass after hypothesis' shrinking, which
+    minimizes the draws, not the ops a reader counts."""
     base, inputs, nodes, vocab = program.draws
-    variants = [nodes[:i] + nodes[i + 1 :] for i in range(len(nodes))]
+    variants = [(inputs, nodes[:i] + nodes[i + 1 :]) for i in range(len(nodes))]
     variants += [
-        (*nodes[:i], dataclasses.replace(node, views=()), *nodes[i + 1 :])
+        (inputs, (*nodes[:i], dataclasses.replace(node, views=()), *nodes[i + 1 :]))
         for i, node in enumerate(nodes)
         if node.views
     ]
-    found = [resolve(base, list(inputs), list(v), program.seed, vocab) for v in variants]
-    return sorted(
-        (p for p in found if p is not None and p.op_count < program.op_count), key=lambda p: p.op_count
-    )
+    variants += [(inputs[:i] + inputs[i + 1 :], nodes) for i in range(len(inputs)) if len(inputs) > 1]
+    found = [resolve(base, list(i), list(n), program.seed, vocab) for i, n in variants]
+    return sorted((p for p in found if p is not None and _size(p) < _size(program)), key=_size)
+
+
+def _size(program: Program) -> tuple[int, int]:
+    return program.op_count, len(program.inputs)
 
 
 # --- resolution ---------------------------------------------------------------------------------
@@ -182,6 +187,10 @@ def resolve(
             returned.append(len(values))
         nodes.append(node)
         values.append(value)
+        cast = _cast(node_draw.cast, values) if node_draw.cast else None
+        if cast is not None:
+            nodes.append(cast[0])
+            values.append(cast[1])
     if not nodes:
         return None
     k = len(inputs)
@@ -296,6 +305,20 @@ def _in_range(tensor: torch.Tensor) -> bool:
     if not tensor.dtype.is_floating_point:
         return True
     return bool((tensor.isfinite() & (tensor.abs() < 2**15)).all())
+
+
+def _cast(dtype: str, values: list[Value]) -> tuple[Node, Value] | None:
+    """The newest value cast to `dtype` (a `_to_copy` node), under the rules of any other node."""
+    source = values[-1]
+    if str(source.tensor.dtype).removeprefix("torch.") == dtype:
+        return None
+    target = DTYPES[dtype]
+    jumps = source.tensor.dtype.is_floating_point and not target.is_floating_point
+    if jumps and (not source.exact or (_integer_cast({"dtype": target}) and not _in_range(source.tensor))):
+        return None
+    node = Node("aten._to_copy.default", (Operand(len(values) - 1),), attrs=(("dtype", target),))
+    source.used = True
+    return node, Value(source.tensor.to(target), source.exact)  # one rounding, the same everywhere
 
 
 def _attrs(op: FuzzOp, draw: NodeDraw, operand: torch.Tensor) -> dict[str, Any]:
