@@ -42,6 +42,7 @@ def conformance(session: nox.Session) -> None:
     session.run(
         "pytest",
         "conformance/test_ops.py",
+        "conformance/test_models.py",
         "-p",
         "no:benchmark",
         *workers,

@@ -120,6 +120,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     config = metafunc.config
     chosen = selection(config)
+    if chosen.tier == "models":  # deselected after collection: this tier runs the model blocks only
+        metafunc.parametrize(FIXTURE, [pytest.param(None, id="models-tier")])
+        return
     ledger = Ledger.load(Path(config.getoption("ledger")) if config.getoption("ledger") else None, SPECS)
     # A ledger entry that matches no case of the whole suite is a typo or a fixed bug (checked on
     # unfiltered runs: a run of one op leaves the other ops' entries unmatched by design).
@@ -191,6 +194,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     result.user_properties.append(("conformance_case", asdict(key)))
     if result.failed:
         result.sections.append(("rerun this case", rerun_command(key, tier)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--tier models` runs the model blocks (conformance/test_models.py) and no op cases; a run narrowed
+    to some ops, dtypes, contexts or directions runs no blocks."""
+    models = config.getoption("tier") == "models"
+    filtered = selection(config).filtered
+
+    def dropped(item: pytest.Item) -> bool:
+        is_case = FIXTURE in getattr(getattr(item, "callspec", None), "params", {})
+        is_block = item.path.name == "test_models.py"
+        return (is_case and models) or (is_block and filtered and not models)
+
+    deselected = [item for item in items if dropped(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not dropped(item)]
 
 
 def pytest_configure(config: pytest.Config) -> None:

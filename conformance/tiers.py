@@ -20,7 +20,7 @@ from conformance.contexts import CONTEXTS
 from conformance.specs import OpSpec
 from conformance.values import FLOATING
 
-TIER_NAMES = ("quick", "full")
+TIER_NAMES = ("quick", "full", "models")  # models: only the blocks of conformance/test_models.py
 QUICK_DTYPES = ("bfloat16", "float32", "int64", "uint8", "bool")
 # Categories whose dtype handling is per-op code in a fusing backend; views, normalizations and eager
 # fallbacks run their primary dtype and bfloat16 in the quick tier, in-place twins their primary one.

@@ -7,6 +7,7 @@ import dataclasses
 
 import torch
 
+from conformance.blocks import BLOCKS, check_block
 from conformance.catalog import SPECS
 from conformance.report import markdown
 from conformance.runner import Program, expect, run_case
@@ -85,3 +86,24 @@ def test_a_random_op_must_give_the_same_values_under_the_same_seed():
     backend = f"{__name__}:reseeding_backend"
     failures = run_case(spec, "float32", "alone", "fwd", backend, "cpu", "quick").failures
     assert failures and "same torch.manual_seed" in failures[-1]
+
+
+def gelu_off_by_one(graph_module, example_inputs):
+    """A backend that runs the graph eagerly with gelu miscompiled (one added)."""
+    for node in graph_module.graph.nodes:
+        if node.target is torch.nn.functional.gelu:
+            node.target = wrong_gelu
+    graph_module.recompile()
+    return graph_module.forward
+
+
+def wrong_gelu(x, approximate="none"):
+    return torch.nn.functional.gelu(x, approximate=approximate) + 1
+
+
+def test_a_block_that_a_backend_gets_wrong_names_its_first_disagreeing_node():
+    block = BLOCKS["gpt_attention"]
+    assert check_block(block, "float32", "eager", "cpu") == []
+    problems = check_block(block, "float32", f"{__name__}:gelu_off_by_one", "cpu")
+    assert problems[0].startswith("loss:")
+    assert problems[-1].startswith("first disagreeing node:") and "gelu" in problems[-1]
