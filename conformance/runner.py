@@ -19,6 +19,7 @@ Where the spec says eager has no one answer (`unspecified_at`), those positions 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import itertools
 import warnings
@@ -51,14 +52,21 @@ def resolve_backend(name: str) -> str | Callable:
         raise ValueError(f"--backend {name!r}: cannot load it: {error}") from None
 
 
-def recording(backend: str, received: set) -> Callable:
-    """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
-    function of an FX graph)."""
+def backend_function(backend: str) -> Callable:
+    """The backend as a function of (FX graph, example inputs)."""
     chosen = resolve_backend(backend)
-    compiler = torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
+    return torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
+
+
+def recording(backend: str, received: set, graphs: list | None = None) -> Callable:
+    """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
+    function of an FX graph), and keeping each graph with its example inputs where asked."""
+    compiler = backend_function(backend)
 
     def record(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
         received.update(n.target for n in graph_module.graph.nodes if n.op == "call_function")
+        if graphs is not None:  # a copy: a backend may rewrite the graph it is given
+            graphs.append((copy.deepcopy(graph_module), list(example_inputs)))
         return compiler(graph_module, example_inputs, **kwargs)
 
     return record
