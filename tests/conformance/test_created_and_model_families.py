@@ -85,4 +85,3 @@ def test_a_random_op_must_give_the_same_values_under_the_same_seed():
     backend = f"{__name__}:reseeding_backend"
     failures = run_case(spec, "float32", "alone", "fwd", backend, "cpu", "quick").failures
     assert failures and "same torch.manual_seed" in failures[-1]
-
