@@ -8,8 +8,9 @@ value exactly (so the op still sees the awkward values) but give a fusing backen
 - `producer`: every tensor input is computed by a pointwise op first (`-(-x)`, or `not not x`);
 - `consumer`: every tensor output feeds a pointwise op (the same identity);
 - `into_reduction`: every tensor output is reduced by max over its last dim (max is exact and does
-  not depend on the order of the reduction, so there is one right answer; a zero-size last dim is
-  summed instead, as max has no identity);
+  not depend on the order of the reduction, so there is one right answer — but for the sign of a tie
+  between +0.0 and -0.0, which the oracle leaves unchecked here; a zero-size last dim is summed
+  instead, as max has no identity);
 - `from_reduction`: every tensor input is the max over a broadcast dim of 3 copies of itself.
 
 Eager runs the same wrapped program, so the comparison stays one program against one program.

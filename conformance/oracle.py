@@ -70,6 +70,7 @@ class Verdict:
     message: str = ""
     notes: list[str] = field(default_factory=list)
     forward: bool = True  # rules 5 and 6 apply to forward results only
+    signed_zeros: bool = True  # rule 5, where the program makes zero signs defined
     ulp_budget: float = ULP_BUDGET
     ulps: tuple[float, float] = (0.0, 0.0)  # the largest (backend, eager) ulps of scale seen (rule 6)
 
@@ -87,12 +88,15 @@ def compare(
     unspecified=None,
     forward: bool = True,
     ulp_budget: float | None = None,
+    signed_zeros: bool = True,
 ) -> Verdict:
     """`unspecified`: None, or a bool tensor per tensor of `expected` (same structure, None where
     nothing is), True where eager has no one answer: those elements are not compared. `forward`:
     whether zero signs and ulps are checked (rules 5 and 6); gradients are compared without them.
-    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET)."""
-    verdict = Verdict(forward=forward, ulp_budget=ULP_BUDGET if ulp_budget is None else ulp_budget)
+    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET). `signed_zeros=False`: the program
+    leaves zero signs to chance (a max over +0.0 and -0.0 may return either), so rule 5 is off."""
+    budget = ULP_BUDGET if ulp_budget is None else ulp_budget
+    verdict = Verdict(forward=forward, ulp_budget=budget, signed_zeros=signed_zeros)
     _compare(actual, expected, reference, tolerance, verdict, "result", unspecified)
     return verdict
 
@@ -177,7 +181,8 @@ def compare_tensors(
     message = _compare_floats(a, e, reference, tolerance, path)
     if message or not verdict.forward or reference is None or reference.shape != a.shape:
         return message
-    return _zero_signs(a, e, reference, path) or _precision(a, e, reference, path, verdict)
+    signs = _zero_signs(a, e, reference, path) if verdict.signed_zeros else ""
+    return signs or _precision(a, e, reference, path, verdict)
 
 
 def ulps_of_scale(x: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> float:

@@ -139,6 +139,7 @@ def test_a_zero_of_the_wrong_sign_fails_where_float64_agrees_with_eager():
     verdict = compare(actual, expected, expected.double())
     assert not verdict.ok and "zeros of the other sign" in verdict.message and "at [0]" in verdict.message
     assert compare(actual, expected, expected.double(), forward=False).ok  # gradients: not checked
+    assert compare(actual, expected, expected.double(), signed_zeros=False).ok  # a max over zeros: chance
 
 
 def test_a_zero_sign_that_float64_does_not_share_is_eager_s_accident_and_not_checked():
