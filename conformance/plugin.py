@@ -245,9 +245,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         message = crash.message if report.failed and crash is not None else ""
     samples = int(properties.get("samples", 0))
     ulps = properties.get("ulps")
-    result = report_module_result(key, outcome, report.duration, samples, message)
-    result.ulps = tuple(ulps) if ulps is not None else None
-    config_results().append(result)
+    ulps = tuple(ulps) if ulps is not None else None
+    config_results().append(report_module_result(key, outcome, report.duration, samples, message, ulps))
 
 
 _RESULTS: list = []
@@ -257,8 +256,12 @@ def config_results() -> list:
     return _RESULTS
 
 
-def report_module_result(key: CaseKey, outcome: str, duration: float, samples: int, message: str):
-    return report.CaseResult(key=key, outcome=outcome, duration_s=duration, samples=samples, message=message)
+def report_module_result(
+    key: CaseKey, outcome: str, duration: float, samples: int, message: str, ulps: tuple | None = None
+):
+    return report.CaseResult(
+        key=key, outcome=outcome, duration_s=duration, samples=samples, message=message, ulps=ulps
+    )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
