@@ -190,9 +190,12 @@ def ulps_of_scale(x: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) 
     error = (x64 - r64).abs()[finite].max().item()
     scale = r64.abs()[finite].max().item()
     info = torch.finfo(dtype)
-    # eps is the ulp of 1.0; below the smallest normal the spacing is that of the subnormals.
-    ulp = info.eps * 2.0 ** math.floor(math.log2(scale)) if scale >= info.tiny else info.eps * info.tiny
-    return error / ulp
+    # The ulp of `scale` is eps times the power of two at or below it (eps: the ulp of 1.0); below the
+    # smallest normal it is the subnormals' spacing. Scaled by exponent, so huge values cannot overflow.
+    if scale < info.tiny:
+        return error / (info.eps * info.tiny)
+    _, exponent = math.frexp(scale)  # scale = m * 2**exponent, 0.5 <= m < 1
+    return math.ldexp(error, 1 - exponent) / info.eps
 
 
 def _precision(a, e, reference, path: str, verdict: Verdict) -> str:

@@ -168,3 +168,10 @@ def test_ulps_are_at_the_result_s_scale_so_a_cancellation_near_zero_is_not_a_pre
     reference = torch.tensor([1.0, 1e-12], dtype=torch.float64)
     expected = torch.tensor([1.0, 0.0])
     assert compare(torch.tensor([1.0, 3e-9]), expected, reference).ok
+
+
+def test_ulps_of_a_huge_float64_reference_do_not_overflow():
+    # A float32 op whose float64 reference is far beyond float32's range (the result itself is inf).
+    reference = torch.tensor([1e300, 1.0], dtype=torch.float64)
+    expected = torch.tensor([math.inf, 1.0])
+    assert compare(expected.clone(), expected, reference).ok
