@@ -33,27 +33,27 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Run the op-conformance suite against a backend (`-- --backend inductor --tier full --op ...`)."""
+    """Run the op-conformance suite against a backend (`-- --backend inductor --tier full --op ...`).
+    With no `--tier`, the quick tier and then the model blocks (`--tier models`), as CI runs them."""
     session.install(TORCH)
     session.install("-e", ".[test]")
     options = list(session.posargs)
     # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
     workers = [] if "--op" in options else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
-    # The optimizer-step programs run too, unless the run selects particular op cases.
-    selecting = any(o.split("=")[0] in ("--op", "--dtype", "--context", "--direction") for o in options)
-    programs = [] if selecting else ["conformance/test_optimizers.py"]
-    session.run(
-        "pytest",
-        "conformance/test_ops.py",
-        *programs,
-        "-p",
-        "no:benchmark",
-        *workers,
-        "--conformance-report",
-        os.environ.get("CONFORMANCE_REPORT_DIR", "reports/conformance"),
-        *options,
-        env={"FUSER_STRICT": "1"},
-    )
+    tiers = [[]] if "--tier" in options else [["--tier", "quick"], ["--tier", "models"]]
+    for tier in tiers:
+        session.run(
+            "pytest",
+            "conformance/",
+            "-p",
+            "no:benchmark",
+            *workers,
+            "--conformance-report",
+            os.environ.get("CONFORMANCE_REPORT_DIR", "reports/conformance"),
+            *tier,
+            *options,
+            env={"FUSER_STRICT": "1"},
+        )
 
 
 @nox.session(default=False)

@@ -10,7 +10,17 @@ the call and for gradients:
    overflow: a vectorized fmod is nan where the quotient overflows).
 4. Finite floats must be within the dtype's tolerance of eager's — torch.testing.assert_close's
    defaults (`|a - e| <= atol + rtol * |e|`) unless the spec overrides them with a reason.
-5. Failing that, the compiled result may be no further from the float64 reference than eager is:
+5. Signed zeros (forward results and inputs after the call, not gradients): where eager's result is a
+   zero and the float64 reference rounded to the dtype is a zero of the same sign, eager's sign is
+   IEEE's answer and the compiled zero must have it (neg(+0.0) is -0.0; 1/x then tells them apart).
+   Where the reference is not a zero of that sign, eager's sign is an accident of rounding: not checked.
+6. Precision (float32 and float64 forward results): the error against the float64 reference, in ulps of
+   the result's largest magnitude (`ulps_of_scale`; at the scale, not per element, because a result
+   that cancels to near zero has huge per-element ulps in eager too), may not exceed the op's budget
+   or twice eager's, whichever is larger. The absolute tolerance of rule 4 hides a formula that lost
+   four digits on values near 1 (an error of 1e-5 there is 84 ulps); this does not. The run records
+   each case's largest ulps, backend's and eager's, for the precision report.
+7. Failing rule 4, the compiled result may be no further from the float64 reference than eager is:
    `max|a - r| <= K * max|e - r| + atol`, the maximum (infinity norm) taken over the elements finite in
    all three, with K = 2. A result computed in more precision than eager's (the fuser keeps half
    values in float32) passes here; a wrong lowering does not.
@@ -25,11 +35,18 @@ and only those elements are left out of every step above; all others are compare
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 
 K = 2.0
+ULP_K = 2.0  # rule 6: a backend may be twice as many ulps off as eager, or the op's budget
+# Rule 6's default budget, in ulps of a result's largest magnitude: a fused kernel evaluates the same
+# formula in the same precision with its own rounding order and its own libdevice; a spec may raise it,
+# with a reason (an approximation that trades ulps for speed gets its own, reasoned budget).
+ULP_BUDGET = 8.0
+ULP_DTYPES = (torch.float32, torch.float64)
 TOLERANCES = {  # torch.testing.assert_close's defaults: (rtol, atol)
     torch.float16: (1e-3, 1e-5),
     torch.bfloat16: (1.6e-2, 1e-5),
@@ -52,6 +69,9 @@ class Verdict:
     ok: bool = True
     message: str = ""
     notes: list[str] = field(default_factory=list)
+    forward: bool = True  # rules 5 and 6 apply to forward results only
+    ulp_budget: float = ULP_BUDGET
+    ulps: tuple[float, float] = (0.0, 0.0)  # the largest (backend, eager) ulps of scale seen (rule 6)
 
     def fail(self, message: str) -> Verdict:
         self.ok = False
@@ -60,11 +80,19 @@ class Verdict:
 
 
 def compare(
-    actual, expected, reference=None, tolerance: tuple[float, float] | None = None, unspecified=None
+    actual,
+    expected,
+    reference=None,
+    tolerance: tuple[float, float] | None = None,
+    unspecified=None,
+    forward: bool = True,
+    ulp_budget: float | None = None,
 ) -> Verdict:
     """`unspecified`: None, or a bool tensor per tensor of `expected` (same structure, None where
-    nothing is), True where eager has no one answer: those elements are not compared."""
-    verdict = Verdict()
+    nothing is), True where eager has no one answer: those elements are not compared. `forward`:
+    whether zero signs and ulps are checked (rules 5 and 6); gradients are compared without them.
+    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET)."""
+    verdict = Verdict(forward=forward, ulp_budget=ULP_BUDGET if ulp_budget is None else ulp_budget)
     _compare(actual, expected, reference, tolerance, verdict, "result", unspecified)
     return verdict
 
@@ -78,7 +106,7 @@ def _compare(actual, expected, reference, tolerance, verdict: Verdict, path: str
             return
         ref = reference if isinstance(reference, torch.Tensor) else None
         mask = unspecified if isinstance(unspecified, torch.Tensor) else None
-        message = compare_tensors(actual, expected, ref, tolerance, verdict.notes, path, mask)
+        message = compare_tensors(actual, expected, ref, tolerance, verdict.notes, path, mask, verdict)
         if message:
             verdict.fail(message)
         return
@@ -116,8 +144,11 @@ def compare_tensors(
     notes: list[str],
     path: str,
     unspecified: torch.Tensor | None = None,
+    verdict: Verdict | None = None,
 ) -> str:
-    """'' when `actual` is eager's answer, else one line saying how it is not."""
+    """'' when `actual` is eager's answer, else one line saying how it is not. `verdict` (optional):
+    whether rules 5 and 6 apply, the ulp budget, and where the ulps seen are recorded."""
+    verdict = verdict or Verdict()
     if actual.shape != expected.shape:
         return f"{path}: shape {list(actual.shape)}, eager's is {list(expected.shape)}"
     if actual.dtype != expected.dtype:
@@ -142,7 +173,62 @@ def compare_tensors(
         if not wrong.any():
             return ""
         return f"{path}: {_count(wrong)} differ; " + _first(wrong, a, e, None)
-    return _compare_floats(a, e, reference, tolerance or TOLERANCES[expected.dtype], path)
+    tolerance = tolerance or TOLERANCES[expected.dtype]
+    message = _compare_floats(a, e, reference, tolerance, path)
+    if message or not verdict.forward or reference is None or reference.shape != a.shape:
+        return message
+    return _zero_signs(a, e, reference, path) or _precision(a, e, reference, path, verdict)
+
+
+def ulps_of_scale(x: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> float:
+    """max|x - reference| in units in the last place (of `dtype`) of max|reference|, over the elements
+    finite in both."""
+    x64, r64 = x.to(torch.float64), reference.to(torch.float64)
+    finite = x64.isfinite() & r64.isfinite()
+    if not finite.any():
+        return 0.0
+    error = (x64 - r64).abs()[finite].max().item()
+    scale = r64.abs()[finite].max().item()
+    info = torch.finfo(dtype)
+    # The ulp of `scale` is eps times the power of two at or below it (eps: the ulp of 1.0); below the
+    # smallest normal it is the subnormals' spacing. Scaled by exponent, so huge values cannot overflow.
+    if scale < info.tiny:
+        return error / (info.eps * info.tiny)
+    _, exponent = math.frexp(scale)  # scale = m * 2**exponent, 0.5 <= m < 1
+    return math.ldexp(error, 1 - exponent) / info.eps
+
+
+def _precision(a, e, reference, path: str, verdict: Verdict) -> str:
+    """Rule 6: '' unless the result is further from float64, in ulps of its scale, than allowed."""
+    if a.dtype not in ULP_DTYPES:
+        return ""
+    r = reference.detach().cpu()
+    mine, eager = ulps_of_scale(a, r, a.dtype), ulps_of_scale(e, r, a.dtype)
+    verdict.ulps = (max(verdict.ulps[0], mine), max(verdict.ulps[1], eager))
+    allowed = max(verdict.ulp_budget, ULP_K * eager)
+    if mine <= allowed:
+        return ""
+    return (
+        f"{path}: {mine:.1f} ulps of the result's scale from float64, eager {eager:.1f} "
+        f"(allowed {allowed:.1f}: the op's budget {verdict.ulp_budget:g} or {ULP_K:g} x eager's)"
+    )
+
+
+def _zero_signs(a, e, reference, path: str) -> str:
+    """Rule 5: '' unless a zero's sign differs from eager's where float64 gives eager's sign too."""
+    if reference is None or reference.shape != a.shape:
+        return ""
+    a64, e64 = a.to(torch.float64), e.to(torch.float64)
+    flipped = (a64 == 0) & (e64 == 0) & (a64.signbit() != e64.signbit())
+    if not flipped.any():
+        return ""
+    r = reference.detach().cpu().to(a.dtype).to(torch.float64)
+    defined = flipped & (r == 0) & (r.signbit() == e64.signbit())
+    if not defined.any():
+        return ""
+    return f"{path}: {_count(defined)} zeros of the other sign than eager's and float64's; " + _first(
+        defined, a64, e64, r
+    )
 
 
 def _compare_floats(a, e, reference, tolerance, path: str) -> str:

@@ -29,9 +29,10 @@ from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
 from conformance.catalog import SPECS
 from conformance.ledger import Ledger
 from conformance.runner import resolve_backend, supported_dtypes
-from conformance.tiers import TIER_NAMES, cases_for
+from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
+PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's tests
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -120,6 +121,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     config = metafunc.config
     chosen = selection(config)
+    if chosen.tier not in OP_TIERS:
+        metafunc.parametrize(FIXTURE, [])  # deselected below: this tier runs no op case
+        return
     ledger = Ledger.load(Path(config.getoption("ledger")) if config.getoption("ledger") else None, SPECS)
     # A ledger entry that matches no case of the whole suite is a typo or a fixed bug (checked on
     # unfiltered runs: a run of one op leaves the other ops' entries unmatched by design).
@@ -166,6 +170,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"no conformance case matches this selection ({chosen}); check --op/--dtype/--device"
         )
     metafunc.parametrize(FIXTURE, params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tier picks the tests: op cases for `quick` and `full`; whole programs — the model blocks and
+    the optimizer steps — for `models`."""
+    models = config.getoption("tier") == "models"
+    keep, drop = [], []
+    for item in items:
+        is_block = item.path.name in PROGRAM_FILES and item.path.parent.name == "conformance"
+        is_op_case = FIXTURE in getattr(item, "fixturenames", ())
+        (drop if (models and is_op_case) or (not models and is_block) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def untested_ops(ops: list[str], dtypes_of: Callable[[str], tuple[str, ...]]) -> list[str]:
@@ -228,7 +246,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if report.failed and crash is not None else ""
     samples = int(properties.get("samples", 0))
-    config_results().append(report_module_result(key, outcome, report.duration, samples, message))
+    ulps = properties.get("ulps")
+    ulps = tuple(ulps) if ulps is not None else None
+    config_results().append(report_module_result(key, outcome, report.duration, samples, message, ulps))
 
 
 _RESULTS: list = []
@@ -238,8 +258,12 @@ def config_results() -> list:
     return _RESULTS
 
 
-def report_module_result(key: CaseKey, outcome: str, duration: float, samples: int, message: str):
-    return report.CaseResult(key=key, outcome=outcome, duration_s=duration, samples=samples, message=message)
+def report_module_result(
+    key: CaseKey, outcome: str, duration: float, samples: int, message: str, ulps: tuple | None = None
+):
+    return report.CaseResult(
+        key=key, outcome=outcome, duration_s=duration, samples=samples, message=message, ulps=ulps
+    )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -35,6 +35,7 @@ class CaseResult:
     duration_s: float
     samples: int = 0  # how many samples the case ran
     message: str = ""  # the failure's first line, or the ledger's reason for an expected failure
+    ulps: tuple[float, float] | None = None  # largest error in ulps of scale: (backend, eager), forward
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -75,7 +76,13 @@ def _case_json(result: CaseResult) -> dict[str, Any]:
 def case_from_json(case: Mapping[str, Any]) -> CaseResult:
     """A case as `to_json` wrote it, read back (tools/merge_reports.py merges sharded runs so)."""
     key = CaseKey(**{field.name: case[field.name] for field in dataclasses.fields(CaseKey)})
-    fields = {field.name: case[field.name] for field in dataclasses.fields(CaseResult) if field.name != "key"}
+    fields = {
+        field.name: case[field.name]
+        for field in dataclasses.fields(CaseResult)
+        if field.name != "key" and field.name in case  # older reports have no ulps
+    }
+    if fields.get("ulps") is not None:
+        fields["ulps"] = tuple(fields["ulps"])
     return CaseResult(key, **fields)
 
 
@@ -155,12 +162,38 @@ def markdown(results: Sequence[CaseResult], meta: Mapping[str, Any]) -> str:
     if not results:
         return "\n".join([*lines, "No cases ran.", ""])
     lines += [*_matrix(results), ""]
+    lines += [*_precision(results), ""]
     problems = [result for result in _sorted(results) if result.outcome in PROBLEMS]
     lines.append(f"#### Failures ({len(problems)})" if problems else "No failures.")
     for result in problems:
         message = _first_line(result.message) or (XPASSED_MESSAGE if result.outcome == "xpassed" else "")
         lines.append(f"- `{result.key.test_id}` — {result.outcome}" + (f": {message}" if message else ""))
     return "\n".join([*lines, ""])
+
+
+def _precision(results: Sequence[CaseResult], rows: int = 15) -> list[str]:
+    """The precision report: per op and dtype, the largest forward error in ulps of the result's scale
+    against float64, the backend's beside eager's; the ops furthest from float64 first."""
+    worst: dict[tuple[str, str], tuple[float, float]] = {}
+    for result in results:
+        if result.ulps is None:
+            continue
+        key = (result.key.op, result.key.dtype)
+        seen = worst.get(key, (0.0, 0.0))
+        worst[key] = (max(seen[0], result.ulps[0]), max(seen[1], result.ulps[1]))
+    if not worst:
+        return []
+    ranked = sorted(worst.items(), key=lambda item: item[1][0], reverse=True)
+    lines = [
+        f"#### Precision: ulps of the result's scale from float64 ({len(worst)} op × dtype, worst {min(rows, len(worst))})",
+        "",
+        "| op | dtype | backend | eager |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{op}` | {dtype} | {mine:.1f} | {eager:.1f} |" for (op, dtype), (mine, eager) in ranked[:rows]
+    ]
+    return lines
 
 
 def summary(results: Sequence[CaseResult]) -> str:

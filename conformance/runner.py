@@ -57,6 +57,7 @@ class CaseRun:
 
     samples: int = 0
     failures: list[str] = field(default_factory=list)
+    ulps: tuple[float, float] | None = None  # the largest (backend, eager) ulps of scale (oracle rule 6)
     notes: list[str] = field(default_factory=list)
     source: str = ""
 
@@ -311,13 +312,20 @@ def run_case(
         if backward:
             actual_grads = [grads[i] for i in slots]
             masks = None if mask is None else [fit(mask, g) for g in expected.grads]
-            verdict = compare(actual_grads, expected.grads, expected.reference_grads, tolerance, masks)
+            verdict = compare(
+                actual_grads, expected.grads, expected.reference_grads, tolerance, masks, forward=False
+            )
             if not verdict.ok:
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
             continue
         problems = []  # one failure per sample, whatever of it differs
         masks = output_masks(mask, context, expected.output)
-        verdict = compare(output, expected.output, expected.reference, tolerance, masks)
+        verdict = compare(
+            output, expected.output, expected.reference, tolerance, masks, ulp_budget=spec.ulp_budget
+        )
+        if verdict.ulps != (0.0, 0.0):
+            seen = result.ulps or (0.0, 0.0)
+            result.ulps = (max(seen[0], verdict.ulps[0]), max(seen[1], verdict.ulps[1]))
         if not verdict.ok:
             problems.append(f"  output: {verdict.message}")
         elif verdict.notes:

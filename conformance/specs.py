@@ -52,6 +52,10 @@ class OpSpec:
     # input values (names in oracle.UNSPECIFIED_VALUES). The oracle skips the results at those positions.
     unspecified_at: dict[str, dict[str, tuple[str, ...]]] | None = None
     unspecified_reason: str = ""
+    # The oracle's precision rule (rule 6): this op's budget in ulps of a result's scale, where the
+    # default (oracle.ULP_BUDGET) is too tight for a legitimate lowering — with the reason.
+    ulp_budget: float | None = None
+    ulp_reason: str = ""
 
     @property
     def overload(self) -> torch._ops.OpOverload:
@@ -126,6 +130,10 @@ def check(s: OpSpec) -> None:
             fail("a tolerance override needs tolerance_reason: why this op may differ more")
     elif s.tolerance_reason:
         fail("tolerance_reason without a tolerance override")
+    if s.ulp_budget is not None and not (s.ulp_budget > 0 and s.ulp_reason.strip()):
+        fail("a ulp_budget must be positive and needs ulp_reason: why this op may lose more precision")
+    elif s.ulp_budget is None and s.ulp_reason:
+        fail("ulp_reason without a ulp_budget")
     if s.unspecified_at is not None:
         check_unspecified(s, arguments, fail)
     elif s.unspecified_reason:

@@ -24,6 +24,8 @@ def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequ
         request.config.getoption("tier"),
     )
     record_property("samples", run.samples)
+    if run.ulps is not None:
+        record_property("ulps", run.ulps)
     if run.failures:
         shown = "\n".join(run.failures[:5])
         more = f"\n... and {len(run.failures) - 5} more samples" if len(run.failures) > 5 else ""

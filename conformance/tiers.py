@@ -7,6 +7,9 @@
   Samples are the quick tier's (attribute variants and scalar sweeps on the awkward-value walk only).
 - `full`: every dtype in every context, forward, and backward for every floating dtype; samples add
   large odd shapes (1823x781) and longer rows.
+- `models`: no op cases; the suite's model blocks (`conformance/blocks.py`, run by
+  `conformance/test_blocks.py`) in fp32, bf16 parameters and bf16 autocast, and the optimizer-step
+  programs (`conformance/optimizers.py`, run by `conformance/test_optimizers.py`).
 
 The primary dtype is float32 where the op supports it, else its first supported dtype.
 """
@@ -20,7 +23,8 @@ from conformance.contexts import CONTEXTS
 from conformance.specs import OpSpec
 from conformance.values import FLOATING
 
-TIER_NAMES = ("quick", "full")
+TIER_NAMES = ("quick", "full", "models")
+OP_TIERS = ("quick", "full")
 QUICK_DTYPES = ("bfloat16", "float32", "int64", "uint8", "bool")
 # Categories whose dtype handling is per-op code in a fusing backend; views, normalizations and eager
 # fallbacks run their primary dtype and bfloat16 in the quick tier, in-place twins their primary one.
@@ -46,7 +50,7 @@ def cases_for(spec: OpSpec, dtypes: Sequence[str], tier: str, backend: str, devi
         keys = [key(d, c, "fwd") for d in dtypes for c in CONTEXTS]
         return keys + [key(d, c, "bwd") for d in differentiable for c in CONTEXTS]
     if tier != "quick":
-        raise ValueError(f"unknown tier {tier!r}; known: {', '.join(TIER_NAMES)}")
+        raise ValueError(f"the {tier!r} tier has no op cases; op tiers: {', '.join(OP_TIERS)}")
     rotation = FUSED[sum(map(ord, spec.op)) % len(FUSED)]
     wanted = (
         QUICK_DTYPES

@@ -21,10 +21,10 @@ from typing import Any
 import torch
 from torch import fx
 
+from fuser import miscompiles
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
-from fuser.options import planted_wrong_lowering
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
@@ -253,6 +253,11 @@ class Builder:
 
     def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
+        if node not in self.computed:  # testing-only hooks (fuser.miscompiles): no-ops by default
+            index = miscompiles.rewrite("leaf_index", index, builder=self, node=node)
+            planted = miscompiles.rewrite("leaf_value", None, builder=self, node=node, index=index)
+            if planted is not None:
+                return planted
         key = (node, index)
         if key not in self.values:
             if node not in self.computed:
@@ -266,11 +271,15 @@ class Builder:
         return self.values[key]
 
     def view(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        return self.value(node.all_input_nodes[0], self.view_index(node, index))
+
+    def view_index(self, node: fx.Node, index: Index) -> Index:
+        """The index of the view's source that `index` into the view reads."""
         source = node.all_input_nodes[0]
         kind = VIEW_BY_OVERLOAD[node.target].name
         mapped = source_index(
             kind,
-            bind_arguments(node),
+            miscompiles.rewrite("view_args", bind_arguments(node), node=node),
             index,
             meta(source).shape,
             meta(node).shape,
@@ -278,7 +287,7 @@ class Builder:
             f"{kind}{self.names[kind]}",
         )
         self.names[kind] += 1
-        return self.value(source, mapped)
+        return mapped
 
     def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
         """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:
@@ -307,19 +316,24 @@ class Builder:
                 operands.append(None)
             elif isinstance(arg, fx.Node):
                 arg_index = broadcast_index(index, out.shape, meta(arg).shape)
+                arg_index = miscompiles.rewrite(
+                    "operand_index", arg_index, builder=self, arg=arg, out_shape=out.shape
+                )
                 name, held = self.value(arg, arg_index)
                 operands.append(self.cast(name, held, want))
             else:
                 operands.append(_constant(arg, want, common if typing is Typing.COMMON else None))
-        attrs = {a: bound[a] for a in op.attrs}
+        attrs = miscompiles.rewrite("pointwise_attrs", {a: bound[a] for a in op.attrs}, node=node)
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype
         if op.wants_device:
             attrs["device"] = self.kernel.device.type
+        args = [bound[arg_name] for arg_name, _ in op.operands]
+        operands = miscompiles.rewrite(
+            "pointwise_operands", operands, builder=self, node=node, args=args, wants=wants
+        )
         render = op.renderer_for([w for w in wants if w is not None])
-        expr = render(*operands, **attrs)
-        if planted_wrong_lowering() == str(node.target):  # testing only: see fuser.options
-            expr = f"(({expr}) == 0)" if op.result is Result.BOOL else f"(({expr}) + 1)"
+        expr = miscompiles.rewrite("pointwise_expr", render(*operands, **attrs), node=node, op=op)
         held = value_dtype(out.dtype)
         if op.result is Result.OPERAND:
             # An explicit cast: round to the output dtype here, as eager does, then hold it widened.
@@ -385,7 +399,7 @@ class PointwiseBuilder(Builder):
         lines = [
             "pid = tl.program_id(0)",
             f"offset = {start} + tl.arange(0, BLOCK)",
-            "mask = offset < numel",
+            f"mask = offset < {miscompiles.rewrite('block_mask', 'numel', builder=self)}",
             *index_lines,
             *self.body,
         ]

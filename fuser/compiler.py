@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import horizontal, inplace, metrics
+from fuser import horizontal, inplace, metrics, miscompiles
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
@@ -136,7 +136,7 @@ def compile_graph(
     graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool = False
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
-    graph = graph_module.graph
+    graph = miscompiles.rewrite("graph", graph_module.graph, backward=backward)  # testing only
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     if options.fuse and options.horizontal_for(example_inputs):

@@ -62,16 +62,6 @@ class Options:
         return chosen
 
 
-# Testing only, never set by default: FUSER_TESTING_WRONG_LOWERING=aten.mul.Tensor makes that overload's
-# lowering wrong (one added to its value; a bool result negated), so that tests can show the
-# conformance suite catches a miscompile. Read at each compile.
-WRONG_LOWERING_ENV = "FUSER_TESTING_WRONG_LOWERING"
-
-
-def planted_wrong_lowering() -> str | None:
-    return os.environ.get(WRONG_LOWERING_ENV) or None
-
-
 def show_log() -> None:
     """Send the fuser's INFO log (one line per eager fallback) to stderr, once."""
     if not any(getattr(h, "_fuser", False) for h in log.handlers):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
+from fuser import miscompiles
 from fuser.codegen import Arg, Builder, function, live_lines, unflatten
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
@@ -126,6 +127,8 @@ class RowBuilder(Builder):
         self.reduced: dict[tuple[str, fx.Node, torch.dtype], str] = {}
         self.levels.update({"rows": 1, "cols": 2, "col_index": 2, "mask": 2})
         self.levels.update({f"r{d}": 1 for d in self.space.kept})
+        self.levels.update({f"n{d}": 1 for d in self.space.kept})  # the next row (fuser.miscompiles)
+        self.epilogue = False  # True while storing full-shape values
         self.levels.update({f"c{d}": 2 for d in self.space.reduced})
 
     # --- indices ---
@@ -171,7 +174,7 @@ class RowBuilder(Builder):
         first, end = ("split_start", "split_end") if self.stage == "split_partials" else ("0", "num_cols")
         header = [
             "cols = col_start + tl.arange(0, RBLOCK)[None, :]",
-            f"mask = row_mask & (cols < {end})",
+            f"mask = row_mask & (cols < {miscompiles.rewrite('loop_mask', end, builder=self, end=end)})",
             *live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], inner),
         ]
         self.body.append(f"for col_start in range({first}, {end}, RBLOCK):")
@@ -211,7 +214,8 @@ class RowBuilder(Builder):
     def _identity(self, kind: str, dtype: torch.dtype) -> str:
         combine = KINDS[kind]
         if dtype.is_floating_point:
-            return f"tl.full([XBLOCK, RBLOCK], {combine.identity}, {triton_name(dtype)})"
+            identity = miscompiles.rewrite("reduction_identity", combine.identity, kind=kind)
+            return f"tl.full([XBLOCK, RBLOCK], {identity}, {triton_name(dtype)})"
         low, high = INT_LIMITS[dtype]
         literal = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
         return f"tl.full([XBLOCK, RBLOCK], {literal}, {triton_name(dtype)})"
@@ -330,6 +334,7 @@ class RowBuilder(Builder):
                 continue
             self.store(position, member, self.row_index(shape))
         if full:
+            self.epilogue = True  # read by a testing-only hook (fuser.miscompiles)
             with self.columns():
                 for position, member in full:
                     self.store(position, member, self.full_index())
@@ -366,7 +371,14 @@ class RowBuilder(Builder):
             ends = "num_splits" if self.stage == "split_combine" else "num_cols"
             prologue += ["cols = tl.arange(0, RBLOCK)[None, :]", f"mask = row_mask & (cols < {ends})"]
             prologue += live_lines([*self._unflatten("cols", self.space.reduced, "c"), COL_INDEX], self.body)
-        prologue += live_lines(self._unflatten("rows", self.space.kept, "r"), self.body + prologue)
+        prologue += live_lines(
+            [
+                *self._unflatten("rows", self.space.kept, "r"),
+                "rows_next = (rows + 1) % num_rows",  # the next row: only a testing-only hook reads it
+                *self._unflatten("rows_next", self.space.kept, "n"),
+            ],
+            self.body + prologue,
+        )
         text = "\n".join(prologue + self.body)
         for d, size in enumerate(self.space.shape):
             if f"size{d}" in text:

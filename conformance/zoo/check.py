@@ -39,6 +39,9 @@ BUDGETS = {
     # Under autocast the matmuls run in bfloat16 in both; a backend that keeps fused intermediates in
     # float32 is closer than eager, one that rounds twice is further: twice eager's error.
     "bf16": Budget(2.0, 1e-2, "bfloat16 matmuls in both; one extra rounding per fused group allowed"),
+    # Parameters and inputs in bfloat16 (no autocast): every op rounds to bfloat16 in eager, while a fused
+    # group keeps its intermediates in float32 and rounds once, so a backend is usually closer; twice.
+    "bf16-params": Budget(2.0, 1e-2, "bfloat16 everywhere in both; fused groups round once"),
 }
 # A parameter's gradient is judged relative to its own scale, or to this fraction of the model's largest
 # gradient where its own is smaller (zero in exact arithmetic, it would make any rounding look infinite).
@@ -155,6 +158,8 @@ def check_model(
     batch = _on(zoo.batch(), device)
     result.parameters = sum(p.numel() for p in original.parameters())
     eager_model, compiled_model = copy.deepcopy(original), copy.deepcopy(original)
+    if precision == "bf16-params":
+        eager_model, compiled_model = eager_model.bfloat16(), compiled_model.bfloat16()
     reference_model = copy.deepcopy(original).double()
     if zoo.for_float64 is not None:
         zoo.for_float64(reference_model)
@@ -162,6 +167,8 @@ def check_model(
     reference_loss, reference_grads = _loss_and_grads(
         reference_model, _on(batch, device, torch.float64), zoo, "fp32"
     )
+    if precision == "bf16-params":
+        batch = _on(batch, device, torch.bfloat16)
     eager_loss, eager_grads = _loss_and_grads(eager_model, batch, zoo, precision)
 
     fuser = _fuser_counters() if name == "fuser" else None

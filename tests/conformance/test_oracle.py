@@ -130,3 +130,49 @@ def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_val
     x = torch.tensor([-0.0, 0.0, 0.5])
     assert unspecified_mask(logit, Sample((x,), {}, "t"), "bwd").tolist() == [True, False, False]
     assert unspecified_mask(logit, Sample((x,), {}, "t"), "fwd") is None
+
+
+def test_a_zero_of_the_wrong_sign_fails_where_float64_agrees_with_eager():
+    # neg(+0.0) computed as 0 - x: +0.0 where eager and float64 both say -0.0.
+    expected = torch.tensor([-0.0, -1.0, 0.0])
+    actual = torch.tensor([0.0, -1.0, 0.0])
+    verdict = compare(actual, expected, expected.double())
+    assert not verdict.ok and "zeros of the other sign" in verdict.message and "at [0]" in verdict.message
+    assert compare(actual, expected, expected.double(), forward=False).ok  # gradients: not checked
+
+
+def test_a_zero_sign_that_float64_does_not_share_is_eager_s_accident_and_not_checked():
+    # float64 says +0.0, or a tiny positive that rounds to +0.0: eager's -0.0 is its own rounding accident.
+    expected = torch.tensor([-0.0, -0.0])
+    actual = torch.tensor([0.0, 0.0])
+    assert compare(actual, expected, torch.tensor([1e-60, 0.0], dtype=torch.float64)).ok
+    # A tiny negative rounds to -0.0: then the sign is defined and +0.0 is wrong.
+    assert not compare(actual, expected, torch.tensor([-1e-60, 0.0], dtype=torch.float64)).ok
+    assert compare(actual, expected).ok  # no reference, nothing to say the sign is defined
+
+
+def test_a_formula_that_lost_four_digits_fails_on_ulps_though_within_atol():
+    # 1.00001 where float64 says 1.0: within atol=1e-5 + rtol, but 84 ulps of the result's scale.
+    reference = torch.tensor([1.0, 0.5], dtype=torch.float64)
+    expected = reference.float()
+    verdict = compare(torch.tensor([1.00001, 0.5]), expected, reference)
+    assert not verdict.ok and "84.0 ulps of the result's scale" in verdict.message
+    assert compare(torch.tensor([1.00001, 0.5]), expected, reference, ulp_budget=100).ok  # a reasoned budget
+    ok = compare(torch.tensor([1.0 + 2**-22, 0.5]), expected, reference)  # two ulps: a rounding order
+    assert ok.ok and ok.ulps == (2.0, 0.0)
+
+
+def test_ulps_are_at_the_result_s_scale_so_a_cancellation_near_zero_is_not_a_precision_loss():
+    # The second element cancels to nearly zero: per element it is millions of ulps off in both
+    # eager and the backend; at the result's scale (1.0) it is a fraction of one.
+    reference = torch.tensor([1.0, 1e-12], dtype=torch.float64)
+    expected = torch.tensor([1.0, 0.0])
+    assert compare(torch.tensor([1.0, 3e-9]), expected, reference).ok
+
+
+def test_ulps_of_a_huge_float64_reference_do_not_overflow():
+    # A float32 result at the top of its range where float64 went to the top of its own: eager and the
+    # backend agree, and the ulps at that scale must not overflow (log2 of it rounds up to 1024).
+    reference = torch.tensor([torch.finfo(torch.float64).max, 1.0], dtype=torch.float64)
+    expected = torch.tensor([3e38, 1.0])
+    assert compare(expected.clone(), expected, reference).ok

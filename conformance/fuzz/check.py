@@ -1,0 +1,135 @@
+"""Run one program under eager, the float64 reference and a backend, and judge it with the suite's oracle.
+
+The verdict is `conformance.oracle.compare` on the outputs, on the inputs after the call (an in-place
+node updates one) and, for a differentiable program, on the gradients of every floating input, exactly
+as a conformance case is judged. Three outcomes are not a verdict:
+
+- `eager_rejects`: eager raises (an integer division by zero, say): the program has no answer;
+- `vacuous`: the backend compiled nothing — Dynamo handed it no graph, or broke the program into
+  several graphs, or (for the fuser, through its public counters) no kernel ran. A pass there would
+  say nothing about the backend, so it is counted and rejected, never counted as a pass.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch._dynamo
+
+from conformance.fuzz.program import Program
+from conformance.oracle import TOLERANCES, compare
+from conformance.runner import (
+    floating_outputs,
+    fresh_inputs,
+    grad_outputs_for,
+    gradients,
+    resolve_backend,
+)
+from conformance.values import DTYPES
+
+
+@dataclass
+class Outcome:
+    status: str  # "pass", "fail", "eager_rejects" or "vacuous"
+    message: str = ""
+
+
+class CountingBackend:
+    """Wraps a backend and counts the graphs Dynamo hands it (0: nothing was compiled)."""
+
+    def __init__(self, backend: str | Callable):
+        self.backend = torch._dynamo.lookup_backend(backend) if isinstance(backend, str) else backend
+        self.graphs = 0
+
+    def __call__(self, graph_module, example_inputs):
+        self.graphs += 1
+        return self.backend(graph_module, example_inputs)
+
+
+def _fuser_counters():
+    import fuser  # the fuser's public counters, read only when it is the backend under test
+
+    return fuser
+
+
+def tolerance_for(program: Program) -> tuple[float, float] | None:
+    """The loosest default among the floating dtypes any value of the program has."""
+    found = [TOLERANCES[DTYPES[d]] for d in program.dtypes if DTYPES.get(d) in TOLERANCES]
+    return max(found, key=lambda rtol_atol: rtol_atol[0]) if found else None
+
+
+def _quietly(fn: Callable, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def check(program: Program, backend: str, device: str = "cpu", backward: bool = True) -> Outcome:
+    backward = backward and program.differentiable
+    function = program.function()
+    made = program.make_inputs(device)
+    try:
+        eager_inputs = fresh_inputs(made, grad=backward)
+        expected = _quietly(function, *eager_inputs)
+    except Exception as error:
+        return Outcome("eager_rejects", f"{type(error).__name__}: {str(error)[:200]}")
+    if backward and not floating_outputs(expected):
+        return check(program, backend, device, backward=False)  # no output depends on a float input
+    try:
+        wide_inputs = fresh_inputs(made, widen=True, grad=backward)
+        reference = _quietly(function, *wide_inputs)
+    except Exception:
+        wide_inputs, reference = None, None  # no float64 kernel for some op: no second opinion
+
+    counting = CountingBackend(resolve_backend(backend))
+    fuser = _fuser_counters() if backend == "fuser" else None
+    if fuser is not None:
+        fuser.reset_counters()
+    torch._dynamo.utils.counters.clear()
+    inputs = fresh_inputs(made, grad=backward)
+    try:
+        compiled = torch.compile(function, backend=counting, dynamic=False)
+        actual = _quietly(compiled, *inputs)
+        grads = None
+        if backward:
+            outputs = floating_outputs(actual)
+            grad_outputs = grad_outputs_for(outputs, program.seed)
+            grads = gradients(outputs, inputs, grad_outputs)
+    except Exception as error:
+        return Outcome("fail", f"the compiled program raised {type(error).__name__}: {str(error)[:2000]}")
+    breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    if counting.graphs != 1 or breaks:
+        what = "no graph" if counting.graphs == 0 else f"{counting.graphs} graphs ({breaks} graph breaks)"
+        return Outcome("vacuous", f"Dynamo handed the backend {what}")
+    if fuser is not None and fuser.counters()["kernels_launched"] == 0:
+        return Outcome("vacuous", "the fuser launched no kernel: every op ran eagerly")
+
+    tolerance = tolerance_for(program)
+    problems = []
+    verdict = compare(actual, expected, reference, tolerance)
+    if not verdict.ok:
+        problems.append(f"outputs: {verdict.message}")
+    after = compare(inputs, eager_inputs, wide_inputs, tolerance)
+    if not after.ok:
+        problems.append(f"inputs after the call: {after.message}")
+    if backward:
+        expected_outputs = floating_outputs(expected)
+        expected_grads = gradients(
+            expected_outputs, eager_inputs, grad_outputs_for(expected_outputs, program.seed)
+        )
+        reference_grads = None
+        if reference is not None:
+            wide_outputs = floating_outputs(reference)
+            if len(wide_outputs) == len(expected_outputs):
+                wide = [g.to(torch.float64) for g in grad_outputs_for(expected_outputs, program.seed)]
+                try:
+                    reference_grads = gradients(wide_outputs, wide_inputs, wide)
+                except Exception:
+                    reference_grads = None
+        verdict = compare(grads, expected_grads, reference_grads, tolerance)
+        if not verdict.ok:
+            problems.append(f"gradients: {verdict.message}")
+    return Outcome("fail", "\n".join(problems)) if problems else Outcome("pass")

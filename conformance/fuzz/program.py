@@ -1,0 +1,158 @@
+"""A fuzzed program as data: inputs, a list of nodes (an op, operand references, view steps), outputs.
+
+Values are numbered: `v0 … v{k-1}` are the inputs, and node i defines `v{k+i}`. An operand is a value
+(seen through zero or more view steps) or a Python scalar. An in-place node updates its first operand
+(an input or an earlier value) and names the updated tensor. The program renders to straight-line
+source, which is what eager, the float64 reference and the backend all run, and what a repro prints:
+
+    def program(v0, v1):
+        v2 = torch.ops.aten.neg.default(v0.permute(1, 0))
+        v3 = torch.ops.aten.add_.Tensor(v1, v2)
+        return (v3,)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from conformance.values import DTYPES, describe, lay_out, values_for
+
+VIEW_KINDS = ("permute", "transpose", "slice", "expand", "reshape", "unsqueeze")
+
+
+@dataclass(frozen=True)
+class Input:
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str  # a conformance.values layout: gaps of a non-contiguous one hold nan
+    specials: bool  # its first elements walk the dtype's awkward values
+    domain: tuple[float, float] | None = None  # where its random values are drawn (its first reader's)
+
+    def make(self, position: int, seed: int) -> torch.Tensor:
+        values = values_for(
+            self.shape,
+            DTYPES[self.dtype],
+            position=position,
+            seed=seed,
+            domain=self.domain,
+            specials=self.specials,
+            huge=False,  # sums of 1e30 and -1e30 depend on the order of summation: no one answer
+        )
+        return lay_out(values, self.layout)
+
+
+@dataclass(frozen=True)
+class View:
+    kind: str  # one of VIEW_KINDS
+    args: tuple = ()
+
+    def source(self, operand: str) -> str:
+        args = ", ".join(map(str, self.args))
+        if self.kind == "slice":
+            dim, start, step = self.args
+            return f"{operand}[{':, ' * dim}{start or ''}::{step}]"
+        return f"{operand}.{self.kind}({args})"
+
+    def apply(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.kind == "slice":
+            dim, start, step = self.args
+            return tensor[(slice(None),) * dim + (slice(start, None, step),)]
+        return getattr(tensor, self.kind)(*self.args)
+
+
+@dataclass(frozen=True)
+class Operand:
+    value: int | None  # the value number, or None for a Python scalar
+    scalar: Any = None
+    views: tuple[View, ...] = ()
+
+    def source(self) -> str:
+        if self.value is None:
+            return _literal(self.scalar)
+        text = f"v{self.value}"
+        for view in self.views:
+            text = view.source(text)
+        return text
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str  # the op's name ("aten.add.Tensor"); an in-place node calls its twin
+    operands: tuple[Operand, ...]  # by position first, then `keywords` name the rest
+    keywords: tuple[str, ...] = ()  # names of the trailing operands passed by keyword
+    attrs: tuple[tuple[str, Any], ...] = ()  # attribute keywords (alpha=2, dim=[-1], keepdim=True)
+    pick: int | None = None  # the element of a tuple result (max.dim's values)
+
+    def call(self) -> str:
+        positional = len(self.operands) - len(self.keywords)
+        parts = [o.source() for o in self.operands[:positional]]
+        parts += [f"{k}={o.source()}" for k, o in zip(self.keywords, self.operands[positional:], strict=True)]
+        parts += [f"{k}={_literal(v)}" for k, v in self.attrs]
+        text = f"torch.ops.{self.op}({', '.join(parts)})"
+        return text if self.pick is None else f"{text}[{self.pick}]"
+
+
+@dataclass(frozen=True)
+class Program:
+    inputs: tuple[Input, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[int, ...]
+    dtypes: tuple[str, ...] = ()  # every value's dtype (inputs, then nodes): the tolerance reads them
+    differentiable: bool = False  # every op has a backward formula, no in-place op, a float input
+    seed: int = 0
+
+    @property
+    def op_count(self) -> int:
+        """Nodes plus view steps: what a compiler engineer reads as the program's ops."""
+        return len(self.nodes) + sum(len(o.views) for n in self.nodes for o in n.operands)
+
+    def source(self) -> str:
+        k = len(self.inputs)
+        lines = [f"def program({', '.join(f'v{i}' for i in range(k))}):"]
+        lines += [f"    v{k + i} = {node.call()}" for i, node in enumerate(self.nodes)]
+        returned = "".join(f"v{i}, " for i in self.outputs)
+        lines.append(f"    return ({returned.rstrip()})")
+        return "\n".join(lines) + "\n"
+
+    def function(self) -> Callable:
+        namespace = {"torch": torch, "inf": math.inf, "nan": math.nan}
+        exec(compile(self.source(), f"<fuzz {self.key()}>", "exec"), namespace)
+        return namespace["program"]
+
+    def make_inputs(self, device: str = "cpu") -> list[torch.Tensor]:
+        made = [spec.make(position, self.seed) for position, spec in enumerate(self.inputs)]
+        return [t if device == "cpu" else _moved(t, device) for t in made]
+
+    def describe_inputs(self) -> list[str]:
+        return [
+            f"v{i}: {describe(t)} ({spec.layout})"
+            for i, (t, spec) in enumerate(zip(self.make_inputs(), self.inputs, strict=True))
+        ]
+
+    def key(self) -> str:
+        """The program's identity: its source and its inputs (a repro's file name)."""
+        text = self.source() + repr(self.inputs) + str(self.seed)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return repr(value)  # inf, -inf, nan: names the program's namespace defines
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, list | tuple):
+        inner = ", ".join(map(_literal, value))
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    return repr(value)
+
+
+def _moved(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    from conformance.values import replicate
+
+    return replicate(tensor, device)

@@ -1,0 +1,156 @@
+"""The fuzz loop: hypothesis draws programs, `check` judges them, a failure is shrunk and written out.
+
+Profiles (hypothesis settings):
+
+- `ci`: derandomized (the same programs on every run), 30 examples, no deadline, no example database:
+  a bounded, reproducible check for every push;
+- `dev`: 300 random examples, with the example database;
+- `nightly`: 5,000 random examples, with the example database.
+
+The example database (`.hypothesis/fuzz/<backend>-<device>/`, under the directory the fuzzer runs in)
+keeps every failing program hypothesis has seen, so a failure found once is tried first next time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hypothesis
+from hypothesis import HealthCheck, given
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from conformance.fuzz.check import Outcome, check, tolerance_for
+from conformance.fuzz.program import Program
+from conformance.fuzz.repro import write_repro
+from conformance.fuzz.strategies import programs
+from conformance.fuzz.vocab import VOCABULARY, FuzzOp
+
+PROFILES: dict[str, dict] = {
+    "ci": {"max_examples": 30, "derandomize": True, "database": None},
+    "dev": {"max_examples": 300},
+    "nightly": {"max_examples": 5000},
+}
+# Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
+# otherwise try hundreds of candidates (it stops on its own only after five minutes).
+SHRINK_BUDGETS = {"ci": 80, "dev": 300, "nightly": 1000}
+DATABASE = Path(".hypothesis") / "fuzz"
+
+
+@dataclass
+class FuzzReport:
+    backend: str
+    device: str
+    profile: str
+    counts: Counter = field(default_factory=Counter)  # examples by outcome
+    failure: Program | None = None  # the shrunk failing program
+    message: str = ""
+    repro: Path | None = None
+    new_repro: bool = False
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        counted = ", ".join(f"{n} {status}" for status, n in sorted(self.counts.items()))
+        lines = [
+            f"fuzz {self.backend} on {self.device}, profile {self.profile}: {counted} "
+            f"in {self.seconds:.0f} s (vacuous: the backend compiled nothing; rejected, not passes)"
+        ]
+        if self.failure is not None:
+            lines += [
+                f"FAILED, shrunk to {self.failure.op_count} op(s):",
+                self.failure.source().rstrip(),
+                *self.failure.describe_inputs(),
+                self.message,
+                f"repro: {self.repro}" + ("" if self.new_repro else " (already recorded)"),
+            ]
+        return "\n".join(lines)
+
+
+def settings_for(
+    profile: str, examples: int | None, backend: str, device: str, seeded: bool = False
+) -> hypothesis.settings:
+    if profile not in PROFILES:
+        raise ValueError(f"--profile {profile!r}: expected one of {', '.join(PROFILES)}")
+    chosen = dict(PROFILES[profile])
+    if examples is not None:
+        chosen["max_examples"] = examples
+    if seeded:
+        chosen["derandomize"] = False  # an explicit --seed picks the programs instead
+    if "database" not in chosen:
+        chosen["database"] = DirectoryBasedExampleDatabase(str(DATABASE / f"{backend}-{device}"))
+    return hypothesis.settings(
+        deadline=None,  # a compile takes seconds, and its first kernel longer
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        print_blob=False,
+        **chosen,
+    )
+
+
+def fuzz(
+    backend: str = "fuser",
+    device: str = "cpu",
+    profile: str = "ci",
+    *,
+    examples: int | None = None,
+    seed: int | None = None,
+    out: Path = Path("reports/fuzz"),
+    backward: bool = True,
+    vocab: tuple[FuzzOp, ...] = VOCABULARY,
+    max_nodes: int = 4,
+    shrink_budget: int | None = None,
+) -> FuzzReport:
+    """Fuzz `backend` on `device`; on a failure, shrink it and write `out/repro_<id>.py`. Shrinking
+    stops compiling new programs after `shrink_budget` of them (default: the profile's)."""
+    if shrink_budget is None:
+        shrink_budget = SHRINK_BUDGETS[profile]
+    report = FuzzReport(backend, device, profile)
+    last: dict = {}
+
+    known: dict[str, Outcome] = {}  # by program key: the shrinker redraws many programs it has seen
+
+    def one(program: Program | None) -> None:
+        if program is None:
+            report.counts["unresolved"] += 1
+            hypothesis.reject()
+        outcome = known.get(program.key())
+        if outcome is None:
+            if "program" in last and report.counts["shrink_checks"] >= shrink_budget:
+                return  # out of budget: unseen programs count as passing, the smallest failure stands
+            outcome = known[program.key()] = check(program, backend, device, backward)
+            report.counts[outcome.status] += 1
+            report.counts["shrink_checks"] += "program" in last
+        if outcome.status in ("vacuous", "eager_rejects"):
+            hypothesis.reject()
+        if outcome.status == "fail":
+            last["program"], last["message"] = program, outcome.message
+            raise AssertionError(outcome.message)
+
+    settings = settings_for(profile, examples, backend, device, seeded=seed is not None)
+    test = settings(given(programs(vocab, max_nodes))(one))
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    start = time.perf_counter()
+    try:
+        test()
+    except AssertionError:
+        pass  # the shrunk failure is the last program that failed: hypothesis replays it last
+    except hypothesis.errors.Unsatisfiable:
+        pass  # every example rejected: the counts say why
+    report.seconds = time.perf_counter() - start
+    if "program" in last:
+        report.failure, report.message = last["program"], last["message"]
+        found = f"profile {profile}" + (f", seed {seed}" if seed is not None else "")
+        report.repro, report.new_repro = write_repro(
+            report.failure,
+            report.message,
+            out,
+            backend=backend,
+            device=device,
+            backward=backward,
+            tolerance=tolerance_for(report.failure),
+            found=found,
+        )
+    return report

@@ -1,0 +1,347 @@
+"""Hypothesis strategies for random programs, written to shrink well.
+
+A program is drawn as two lists of *draws* that do not depend on each other — inputs (shape, dtype,
+layout) and nodes (an op, operand references, view steps, a scalar, attribute choices) — and then
+*resolved* into a `Program` by one deterministic pass that runs every node eagerly on the inputs:
+
+- an operand reference counts back from the newest value, among the values that broadcast with the
+  operands already chosen (seen through the operand's view steps), so every reference lands somewhere;
+- a view step that does not apply to its operand's shape is left out, an in-place node whose update
+  eager would refuse (a broadcast or a dtype change of its target) runs out of place, and a node that
+  eager rejects (an operand dtype its spec does not list, an integer division by zero) is left out.
+
+So hypothesis shrinks the lists (fewer nodes, fewer inputs, smaller shapes, earlier ops, no views) and
+every shrunk draw is still a program: there is no filter far from its draw. Shrinking moves each choice
+towards its first option, so the first options are the plain ones (float32, contiguous, size 3, add).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+
+from conformance.fuzz.program import VIEW_KINDS, Input, Node, Operand, Program, View
+from conformance.fuzz.vocab import VOCABULARY, FuzzOp
+from conformance.runner import overlaps_itself
+from conformance.samples import SCALARS
+from conformance.values import LAYOUTS, replicate
+
+# A row longer than one block: the CPU interpreter's largest block is 2**14 elements, a GPU's 8192.
+LONG = 2**14 + 27
+SIZES = (3, 2, 1, 5, 0, 4, 7, LONG)
+FUZZ_DTYPES = ("float32", "bfloat16", "float16", "int64", "int32", "bool")
+HALF = (torch.float16, torch.bfloat16)
+# Ops drawn more often than the rest: the common ones, and the non-commutative binary ones.
+COMMON = (
+    "aten.add.Tensor",
+    "aten.mul.Tensor",
+    "aten.sub.Tensor",
+    "aten.div.Tensor",
+    "aten.neg.default",
+    "aten.exp.default",
+    "aten.maximum.default",
+    "aten.where.self",
+    "aten._to_copy.default",
+    "aten.pow.Tensor_Tensor",
+    "aten.atan2.default",
+    "aten.lt.Tensor",
+)
+EXACT_REDUCTIONS = {"amax", "amin", "max", "min", "any", "all", "argmax", "argmin"}
+
+
+@dataclass(frozen=True)
+class InputDraw:
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    specials: bool
+
+
+@dataclass(frozen=True)
+class NodeDraw:
+    op: int  # an index into the vocabulary
+    refs: tuple[int, ...]  # per tensor operand: how far back among the values that fit
+    views: tuple[tuple[int, str, int, int], ...]  # (tensor operand, view kind, a, b)
+    scalar: Any
+    variant: int
+    dim: int
+    keepdim: bool
+    inplace: bool
+    output: bool  # also returned when later nodes read it (it must then be stored)
+
+
+def input_draws() -> st.SearchStrategy[InputDraw]:
+    return st.builds(
+        InputDraw,
+        shape=st.lists(st.sampled_from(SIZES), max_size=3).map(tuple),
+        dtype=st.sampled_from(FUZZ_DTYPES),
+        layout=st.sampled_from(LAYOUTS),
+        specials=st.booleans(),
+    )
+
+
+def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
+    index = {op.name: i for i, op in enumerate(vocab)}
+    common = [index[name] for name in COMMON if name in index]
+    pointwise = [i for i, op in enumerate(vocab) if op.kind == "pointwise"]
+    reductions = [i for i, op in enumerate(vocab) if op.kind == "reduction"]
+    choices = [st.sampled_from(group) for group in (common, pointwise, reductions) if group]
+    view = st.tuples(st.integers(0, 2), st.sampled_from(VIEW_KINDS), st.integers(0, 23), st.integers(0, 5))
+    return st.builds(
+        NodeDraw,
+        op=st.one_of(*choices),
+        refs=st.lists(st.integers(0, 5), min_size=3, max_size=3).map(tuple),
+        views=st.lists(view, max_size=2).map(tuple),
+        scalar=st.sampled_from(SCALARS),
+        variant=st.integers(0, 3),
+        dim=st.integers(0, 3),
+        keepdim=st.booleans(),
+        inplace=st.booleans(),
+        output=st.booleans(),
+    )
+
+
+@st.composite
+def programs(
+    draw, vocab: tuple[FuzzOp, ...] = VOCABULARY, max_nodes: int = 4, max_inputs: int = 3
+) -> Program | None:
+    """A random program, or None where no node could be resolved (the caller rejects it)."""
+    inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
+    nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes))
+    seed = draw(st.integers(0, 1000))
+    return resolve(inputs, nodes, seed, vocab)
+
+
+# --- resolution ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Value:
+    tensor: torch.Tensor  # its eager value (an in-place node changes its target's)
+    exact: bool  # the same bits in eager and in any kernel (see FuzzOp.discontinuous)
+    used: bool = False
+
+
+def _shape(draw: InputDraw) -> tuple[int, ...]:
+    """At most one long dim, and then the others small: a long row, not a large tensor."""
+    if LONG not in draw.shape:
+        return draw.shape
+    first = draw.shape.index(LONG)
+    return tuple(LONG if d == first else min(size, 2) for d, size in enumerate(draw.shape))
+
+
+def resolve(
+    input_draws: list[InputDraw], node_draws: list[NodeDraw], seed: int, vocab: tuple[FuzzOp, ...]
+) -> Program | None:
+    inputs = [Input(_shape(d), d.dtype, d.layout, d.specials) for d in input_draws]
+    values = [Value(spec.make(position, seed), exact=True) for position, spec in enumerate(inputs)]
+    nodes: list[Node] = []
+    returned: list[int] = []
+    for node_draw in node_draws:
+        op = vocab[node_draw.op % len(vocab)]
+        made = _node(op, node_draw, values)
+        if made is None:
+            continue
+        node, value = made
+        if node_draw.output:
+            returned.append(len(values))
+        nodes.append(node)
+        values.append(value)
+    if not nodes:
+        return None
+    k = len(inputs)
+    sinks = [i for i in range(k, len(values)) if not values[i].used or i in returned]
+    # Each input's random values come from the domain of the first op that reads it (acos: [-1, 1]).
+    for position in range(k):
+        for node in nodes:
+            op = _by_name(vocab, node.op)
+            if op.spec.domain and any(o.value == position for o in node.operands):
+                inputs[position] = Input(**{**inputs[position].__dict__, "domain": op.spec.domain})
+                break
+    ops = [_by_name(vocab, n.op) for n in nodes]
+    differentiable = (
+        all(op.spec.differentiable and not _is_inplace(n) for op, n in zip(ops, nodes, strict=True))
+        and not any((op.spec.unspecified_at or {}).get("bwd") for op in ops)
+        and any(v.tensor.dtype.is_floating_point for v in values[:k])
+        and any(values[i].tensor.dtype.is_floating_point for i in sinks)
+    )
+    return Program(
+        tuple(inputs),
+        tuple(nodes),
+        tuple(sinks),
+        dtypes=tuple(str(v.tensor.dtype).removeprefix("torch.") for v in values),
+        differentiable=differentiable,
+        seed=seed,
+    )
+
+
+def _by_name(vocab: tuple[FuzzOp, ...], name: str) -> FuzzOp:
+    for op in vocab:
+        if name in (op.name, op.inplace):
+            return op
+    raise KeyError(name)
+
+
+def _is_inplace(node: Node) -> bool:
+    return node.op.split(".")[1].endswith("_")
+
+
+def _node(op: FuzzOp, draw: NodeDraw, values: list[Value]) -> tuple[Node, Value] | None:
+    kinds = [kind for _, kind in op.operands] if op.kind == "pointwise" else ["tensor"]
+    tensor_slots = [k for k, kind in enumerate(kinds) if kind != "scalar"]
+    chosen: list[tuple[int, torch.Tensor, tuple[View, ...]]] = []  # (value number, viewed value, views)
+    for j, k in enumerate(tensor_slots):
+        steps = [v[1:] for v in draw.views if v[0] % len(tensor_slots) == j]
+        fits = []
+        for number in reversed(range(len(values))):
+            tensor = values[number].tensor
+            if kinds[k] == "mask" and tensor.dtype != torch.bool:
+                continue
+            if kinds[k] != "mask" and str(tensor.dtype).removeprefix("torch.") not in op.spec.dtypes:
+                continue  # a dtype the op's spec does not list (eager rejects it, or it is not tested)
+            viewed, views = _apply_views(tensor, steps)
+            if chosen and not _broadcastable([viewed, *(c[1] for c in chosen)]):
+                continue
+            fits.append((number, viewed, views))
+        if not fits:
+            return None
+        chosen.append(fits[draw.refs[j % len(draw.refs)] % len(fits)])
+    operands, called = [], []
+    tensors = iter(chosen)
+    for kind in kinds:
+        if kind == "scalar":
+            operands.append(Operand(None, scalar=draw.scalar))
+            called.append(draw.scalar)
+        else:
+            number, viewed, views = next(tensors)
+            operands.append(Operand(number, views=views))
+            called.append(viewed)
+    attrs = _attrs(op, draw, chosen[0][1])
+    names = [name for name, _ in op.operands] if op.kind == "pointwise" else ["self"]
+    keywords = tuple(names[op.positional :]) if op.kind == "pointwise" else ()
+    target = chosen[0][0]
+    inplace = (
+        draw.inplace
+        and op.inplace is not None
+        and not chosen[0][2]
+        and not overlaps_itself(values[target].tensor)
+        and kinds[0] != "scalar"
+    )
+    result = None
+    for name in [op.inplace] * inplace + [op.name]:
+        node = Node(name, tuple(operands), keywords, tuple(attrs.items()))
+        result = _eager_call(node, called, probe=name == op.inplace)
+        if result is not None:
+            break
+    if result is None:
+        return None
+    if isinstance(result, tuple | list):
+        result = result[0]
+        node = Node(node.op, node.operands, node.keywords, node.attrs, pick=0)
+    if not isinstance(result, torch.Tensor):
+        return None
+    readers = [values[c[0]] for c in chosen]
+    floating_in = any(m.dtype.is_floating_point for _, m, _ in chosen)
+    jumps = op.discontinuous or (floating_in and not result.dtype.is_floating_point)
+    if jumps and not all(v.exact for v in readers):
+        return None  # eager's rounding of an intermediate and a kernel's wider one: no one answer
+    exactly_rounded = (op.exact or op.packet in EXACT_REDUCTIONS) and result.dtype not in HALF
+    exact = all(v.exact for v in readers) and (not result.dtype.is_floating_point or exactly_rounded)
+    for reader in readers:
+        reader.used = True
+    return node, Value(result, exact)
+
+
+def _attrs(op: FuzzOp, draw: NodeDraw, operand: torch.Tensor) -> dict[str, Any]:
+    variants = [v for v in op.variants if not _integer_cast(v)] or [{}]
+    attrs = dict(variants[draw.variant % len(variants)])
+    if op.kind != "reduction":
+        return attrs
+    rank = max(operand.dim(), 1)
+    dim = -(1 + draw.dim % rank)
+    if op.dim == "int":
+        attrs["dim"] = dim
+    elif op.dim == "list":
+        attrs["dim"] = [dim]
+    if op.keepdim:
+        attrs["keepdim"] = draw.keepdim
+    return attrs
+
+
+def _integer_cast(variant: dict[str, Any]) -> bool:
+    dtype = variant.get("dtype")
+    return isinstance(dtype, torch.dtype) and not dtype.is_floating_point and dtype != torch.bool
+
+
+def _eager_call(node: Node, tensors: list, probe: bool) -> Any:
+    """The node's eager result, or None where eager rejects it. An in-place call is first tried on a
+    copy of its target, so that a rejected one leaves the target as it was."""
+    namespace, packet, overload_name = node.op.split(".")
+    overload = getattr(getattr(getattr(torch.ops, namespace), packet), overload_name)
+    positional = len(tensors) - len(node.keywords)
+    args, kwargs = tensors[:positional], dict(zip(node.keywords, tensors[positional:], strict=True))
+    kwargs |= dict(node.attrs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if probe:
+                overload(replicate(args[0]), *args[1:], **kwargs)
+            return overload(*args, **kwargs)
+        except Exception:
+            return None
+
+
+def _broadcastable(tensors: list[torch.Tensor]) -> bool:
+    try:
+        torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        return False
+    return True
+
+
+def _apply_views(
+    tensor: torch.Tensor, steps: list[tuple[str, int, int]]
+) -> tuple[torch.Tensor, tuple[View, ...]]:
+    views = []
+    for kind, a, b in steps:
+        view = _view(kind, a, b, tuple(tensor.shape))
+        if view is None:
+            continue
+        try:
+            tensor = view.apply(tensor)
+        except RuntimeError:
+            continue
+        views.append(view)
+    return tensor, tuple(views)
+
+
+def _view(kind: str, a: int, b: int, shape: tuple[int, ...]) -> View | None:
+    """The view step `kind` made concrete for `shape`, or None where it does not apply."""
+    rank = len(shape)
+    if kind == "permute" and rank >= 2:
+        orders = [p for p in itertools.permutations(range(rank)) if list(p) != list(range(rank))]
+        return View("permute", orders[a % len(orders)])
+    if kind == "transpose" and rank >= 2:
+        first = a % rank
+        second = b % rank if b % rank != first else (first + 1) % rank
+        return View("transpose", (first, second))
+    if kind == "slice" and rank >= 1:
+        start, step = b % 2, 1 + (b // 2) % 3
+        return View("slice", (a % rank, start, 2 if (start, step) == (0, 1) else step))
+    if kind == "expand":
+        if 1 in shape:
+            return View("expand", tuple(3 if size == 1 else size for size in shape))
+        return View("expand", (2, *shape)) if rank < 4 else None
+    if kind == "reshape" and rank >= 2:
+        d = a % (rank - 1)
+        return View("reshape", (*shape[:d], shape[d] * shape[d + 1], *shape[d + 2 :]))
+    if kind == "reshape" and rank == 1:
+        return View("reshape", (1, shape[0]) if a % 2 == 0 else (shape[0], 1))
+    if kind == "unsqueeze" and rank < 4:
+        return View("unsqueeze", (a % (rank + 1),))
+    return None

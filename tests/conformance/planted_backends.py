@@ -1,0 +1,29 @@
+"""Testing-only torch.compile backends with one planted mistake, for quality tests of the suite.
+
+`wrong_silu_backward`: AOTAutograd with eager kernels, except that every `silu_backward` in the backward
+graph returns 1.5 times its value — the forward is right, some gradients are not.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+
+aten = torch.ops.aten
+
+
+def _eager(gm: torch.fx.GraphModule, example_inputs):
+    return gm.forward
+
+
+def _scaled_silu_backward(gm: torch.fx.GraphModule, example_inputs):
+    for node in list(gm.graph.nodes):
+        if node.target is aten.silu_backward.default:
+            with gm.graph.inserting_after(node):
+                scaled = gm.graph.call_function(aten.mul.Tensor, (node, 1.5))
+            node.replace_all_uses_with(scaled, delete_user_cb=lambda user, scaled=scaled: user is not scaled)
+    gm.recompile()
+    return gm.forward
+
+
+wrong_silu_backward = aot_autograd(fw_compiler=_eager, bw_compiler=_scaled_silu_backward)

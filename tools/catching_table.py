@@ -1,0 +1,78 @@
+"""Which tier of the conformance suite catches each planted miscompile (the catching table).
+
+For each kind in `fuser.miscompiles` that the table covers, the quick tier runs over every op with that
+kind planted, stopping at the first failure; a kind the quick tier misses is then run on the full tier
+over the ops it can touch. Prints a Markdown table (and writes it with `--out`); docs/conformance.md
+records the result.
+
+    python tools/catching_table.py                          # every kind, fuser, CPU
+    python tools/catching_table.py --kind zero_sign_flipped --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# kind -> the ops whose full-tier cases can show it (the full tier is too long to run whole per kind).
+KINDS = {
+    "partial_block_mask": ["aten.exp.default", "aten.add.Tensor"],
+    "broadcast_misread": ["aten.add.Tensor", "aten.mul.Tensor", "aten.where.self"],
+    "reduction_identity": ["aten.amax.default", "aten.amin.default", "aten._softmax.default"],
+    "nan_not_propagated": ["aten.maximum.default", "aten.minimum.default", "aten.clamp.default"],
+    "view_step_ignored": ["aten.slice.Tensor"],
+    "rounding_mode_swapped": ["aten.div.Tensor_mode"],
+    "zero_sign_flipped": ["aten.neg.default"],
+    "constant_rounded": ["aten.gelu.default"],
+}
+
+
+def run_tier(kind: str, tier: str, ops: list[str], workers: int) -> tuple[str | None, float]:
+    """The first failing case id with `kind` planted, or None; and the seconds it took."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FUSER_TESTING_")}
+    env |= {"FUSER_STRICT": "1", "FUSER_TESTING_MISCOMPILE": kind}
+    command = [sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p", "no:cacheprovider", "-q"]
+    command += ["--tier", tier, "--maxfail=1", *(["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"])]
+    for op in ops:
+        command += ["--op", op]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    failed = re.search(r"FAILED \S+\[(\S+)\]", done.stdout)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{kind} {tier}: pytest exited {done.returncode}\n{done.stdout[-2000:]}")
+    return (failed.group(1) if failed else None), seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", action="append", choices=list(KINDS), help="default: every kind")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    rows = ["| kind | quick tier (every op) | full tier (its ops) | seconds |", "| --- | --- | --- | --- |"]
+    for kind in args.kind or list(KINDS):
+        quick, quick_s = run_tier(kind, "quick", [], args.workers)
+        full, full_s = (None, 0.0) if quick else run_tier(kind, "full", KINDS[kind], args.workers)
+        caught_full = "—" if quick else (f"caught: `{full}`" if full else "**missed**")
+        rows.append(
+            f"| `{kind}` | {f'caught: `{quick}`' if quick else '**missed**'} | {caught_full} "
+            f"| {quick_s + full_s:.0f} |"
+        )
+        print(rows[-1], flush=True)
+    table = "\n".join(rows)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
