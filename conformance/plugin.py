@@ -32,6 +32,7 @@ from conformance.runner import resolve_backend, supported_dtypes
 from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
+PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's tests
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -171,23 +172,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(FIXTURE, params)
 
 
-# The suite's program tests (not op cases) and the tiers that run them; op cases run in OP_TIERS.
-PROGRAM_TIERS = {"test_blocks.py": ("models",), "test_optimizers.py": OP_TIERS}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tier picks the tests: op cases and the optimizer programs for `quick` and `full`, the model
-    blocks for `models`. A run that selects ops, dtypes, contexts or directions runs op cases only."""
-    chosen = selection(config)
+    """The tier picks the tests: op cases for `quick` and `full`; whole programs — the model blocks and
+    the optimizer steps — for `models`."""
+    models = config.getoption("tier") == "models"
     keep, drop = [], []
     for item in items:
-        if FIXTURE in getattr(item, "fixturenames", ()):
-            wanted = chosen.tier in OP_TIERS
-        elif item.path.parent.name == "conformance" and item.path.name in PROGRAM_TIERS:
-            wanted = chosen.tier in PROGRAM_TIERS[item.path.name] and not chosen.filtered
-        else:
-            wanted = True  # not the suite's
-        (keep if wanted else drop).append(item)
+        is_block = item.path.name in PROGRAM_FILES and item.path.parent.name == "conformance"
+        is_op_case = FIXTURE in getattr(item, "fixturenames", ())
+        (drop if (models and is_op_case) or (not models and is_block) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -1,6 +1,6 @@
 """The optimizer-step program family (`conformance.optimizers`) under the run's `--backend` and
-`--device`: `nox -s conformance` runs it after the op cases unless the run selects ops, dtypes,
-contexts or directions."""
+`--device`, in the `models` tier with the model blocks (`nox -s conformance -- --tier models`, or
+`pytest conformance/test_optimizers.py --tier models`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@
 - `full`: every dtype in every context, forward, and backward for every floating dtype; samples add
   large odd shapes (1823x781) and longer rows.
 - `models`: no op cases; the suite's model blocks (`conformance/blocks.py`, run by
-  `conformance/test_blocks.py`) in fp32, bf16 parameters and bf16 autocast.
+  `conformance/test_blocks.py`) in fp32, bf16 parameters and bf16 autocast, and the optimizer-step
+  programs (`conformance/optimizers.py`, run by `conformance/test_optimizers.py`).
 
 The primary dtype is float32 where the op supports it, else its first supported dtype.
 """
