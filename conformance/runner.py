@@ -408,7 +408,7 @@ def run_case(
             tolerance,
             masks,
             ulp_budget=spec.ulp_budget,
-            signed_zeros=context not in SIGNLESS_CONTEXTS,
+            signed_zeros=context not in SIGNLESS_CONTEXTS and not spec.zero_sign_unspecified,
         )
         if verdict.ulps != (0.0, 0.0):
             seen = result.ulps or (0.0, 0.0)
