@@ -400,6 +400,7 @@ def run_case(
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
             continue
         problems = []  # one failure per sample, whatever of it differs
+        signs_defined = context not in SIGNLESS_CONTEXTS and not spec.zero_sign_unspecified
         masks = output_masks(mask, context, expected.output)
         verdict = compare(
             output,
@@ -408,7 +409,7 @@ def run_case(
             tolerance,
             masks,
             ulp_budget=spec.ulp_budget,
-            signed_zeros=context not in SIGNLESS_CONTEXTS and not spec.zero_sign_unspecified,
+            signed_zeros=signs_defined,
         )
         if verdict.ulps != (0.0, 0.0):
             seen = result.ulps or (0.0, 0.0)
@@ -418,7 +419,13 @@ def run_case(
         elif verdict.notes:
             result.notes.append(f"{where}: {verdict.notes}")
         after = [inputs[i] for i in slots]
-        verdict = compare(after, expected.inputs_after, expected.reference_inputs_after, tolerance)
+        verdict = compare(
+            after,
+            expected.inputs_after,
+            expected.reference_inputs_after,
+            tolerance,
+            signed_zeros=signs_defined,
+        )
         if not verdict.ok:
             problems.append(f"  inputs after the call: {verdict.message}")
         if problems:
