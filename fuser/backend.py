@@ -91,7 +91,15 @@ def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False
 # range from truncated ends in double with fused multiply-adds (linspace(-3.3, 7.9, 7) is
 # [-3, -1, 0, 1, 3, 5, 7], the decomposition's [-3, -1, 0, 2, 4, 6, 7]) and a half one in the half
 # dtype's own arithmetic: a range is written once, so eager's kernel costs one small launch.
-EAGER_WHOLE = [aten.index_add.default, aten.linspace.default, aten.logspace.default]
+# eye's decomposition picks its index dtype by size (uint16 past 255) and eager has no uint16 arange on
+# CPU, so the eager call of that arange raised.
+EAGER_WHOLE = [
+    aten.index_add.default,
+    aten.linspace.default,
+    aten.logspace.default,
+    aten.eye.default,
+    aten.eye.m,
+]
 
 
 @functools.cache

@@ -79,3 +79,16 @@ def test_linspace_and_logspace_follow_eager_in_every_dtype(dtype, ends, steps, d
 
     x = torch.zeros(steps, dtype=dtype, device=device)
     same(compiled(program)(x), program(x))
+
+
+@pytest.mark.parametrize("size", [(7, 7), (3, 20000), (300, 2)], ids=str)
+def test_eye_of_any_size_comes_back_right(size, device) -> None:
+    """PyTorch's eye decomposition picks its index dtype by size (uint16 past 255, through
+    _strength_reduce_integer), and eager has no uint16 arange on CPU: the fuser's eager call of it
+    raised NotImplementedError for eye(3, 20000) (found by conformance/ops_created.py)."""
+
+    def program(x):
+        return torch.eye(*size, dtype=x.dtype, device=device) - x
+
+    x = torch.ones(size, device=device)
+    same([compiled(program)(x)], [program(x)])
