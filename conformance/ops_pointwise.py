@@ -75,10 +75,15 @@ UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
 }
 # Fills: the value meets x in the same program (a fill held unrounded is right only when stored alone).
 COMBINED = {"full_like": mixed, "masked_fill": mixed}
-# Ops that select one of two equal operands: IEEE leaves which zero a tie of +0.0 and -0.0 returns to
-# the implementation (eager's loops return one, a fused kernel's tl.maximum may return the other).
-_TIE = "a tie between +0.0 and -0.0 may return either: IEEE leaves the sign to the implementation"
-ZERO_SIGN_UNSPECIFIED = dict.fromkeys(["maximum", "minimum", "clamp", "clamp_min", "clamp_max", "clip"], _TIE)
+# Ops whose zero results have a sign IEEE 754 defines: exact arithmetic (x + y, x * y, x / y, -x, |x|,
+# sqrt, rounding to integers) and odd functions correctly rounded at zero (f(-0.0) = -0.0). Eager and a
+# fused kernel must agree on them (oracle rule 5); `1/x`, `atan2` and `copysign` downstream tell +0.0
+# from -0.0. Elsewhere the sign of a zero is the formula's (lerp's two branches, a max of a tie), and
+# eager's is one choice among equally right ones, so it is not checked.
+ZERO_SIGN_DEFINED = {
+    "neg", "abs", "add", "sub", "rsub", "mul", "div", "sqrt", "trunc", "floor", "ceil", "round",
+    "sin", "tan", "asin", "atan", "sinh", "tanh", "asinh", "atanh", "expm1", "log1p", "erf",
+}  # fmt: skip
 NOT_DIFFERENTIABLE = {"nextafter", "floor_divide", "lift_fresh_copy", "full_like", "_to_copy"}
 NOT_DIFFERENTIABLE |= {"convert_element_type", "div"}  # prims.div has no autograd formula
 # Pointwise ops that only appear in backward graphs (AOTAutograd emits them; a backend may lower or decompose them).
@@ -128,7 +133,7 @@ def _derived(overload: torch._ops.OpOverload, *, inplace: bool = False) -> OpSpe
         nonzero=DIVISORS.get(packet, ()),
         cast_safe=packet in CASTS,
         combine=COMBINED.get(packet),
-        zero_sign_unspecified=ZERO_SIGN_UNSPECIFIED.get(packet, ""),
+        zero_sign_defined=packet in ZERO_SIGN_DEFINED,
         **_unspecified(packet, inplace),
     )
 

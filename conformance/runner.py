@@ -400,7 +400,7 @@ def run_case(
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
             continue
         problems = []  # one failure per sample, whatever of it differs
-        signs_defined = context not in SIGNLESS_CONTEXTS and not spec.zero_sign_unspecified
+        signs_defined = spec.zero_sign_defined and context not in SIGNLESS_CONTEXTS
         masks = output_masks(mask, context, expected.output)
         verdict = compare(
             output,

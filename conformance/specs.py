@@ -69,9 +69,9 @@ class OpSpec:
     # default (oracle.ULP_BUDGET) is too tight for a legitimate lowering — with the reason.
     ulp_budget: float | None = None
     ulp_reason: str = ""
-    # The oracle's rule 5 (zero signs) is off for ops that select between equal operands, where IEEE
-    # leaves the sign of a tie between +0.0 and -0.0 to the implementation — with the reason.
-    zero_sign_unspecified: str = ""
+    # The oracle's rule 5 (zero signs) applies to ops whose zero results have a sign IEEE 754 defines
+    # (ops_pointwise.ZERO_SIGN_DEFINED); elsewhere the sign follows the formula eager happens to use.
+    zero_sign_defined: bool = False
     # combine(result, x): what the op's result meets in the same program, with x the sample's first input
     # (`partner`). Created tensors and fills are only wrong where a kernel combines them with other values
     # (a half fill kept in float32 is rounded right when stored alone); combining with an input also
