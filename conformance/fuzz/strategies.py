@@ -37,7 +37,9 @@ from conformance.values import DTYPES, LAYOUTS, replicate
 LONG = 2**14 + 27
 SIZES = (3, 2, 1, 5, 0, 4, 7, LONG)
 MAX_NUMEL = 4 * LONG  # no value larger: memory and the interpreter's time stay small
-FUZZ_DTYPES = ("float32", "bfloat16", "float16", "int64", "int32", "bool")
+# float32 twice: the dtype most programs compute in, and the one whose values stay exact through
+# the basic operations (see FuzzOp.discontinuous).
+FUZZ_DTYPES = ("float32", "float32", "bfloat16", "float16", "int64", "int32", "bool")
 HALF = (torch.float16, torch.bfloat16)
 # Ops drawn more often than the rest: the common ones, and the non-commutative binary ones.
 COMMON = (
