@@ -72,8 +72,8 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating)], allow_unused=True)
-        results += [g for g in grads]
+        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        results += list(grads)
     return results
 
 
@@ -121,7 +121,7 @@ def main():
     actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
     problems = [
         f"result {{i}}: {{message}}"
-        for i, (a, e, r) in enumerate(zip(actual, expected, reference))
+        for i, (a, e, r) in enumerate(zip(actual, expected, reference, strict=True))
         if (message := differ(a, e, r))
     ]
     print("\\n".join(problems) or "no difference: eager and the backend agree (fixed?)")

@@ -26,16 +26,18 @@ from math import inf, nan  # noqa: F401 (the program may use them)
 
 import torch
 
-BACKEND = 'inductor'
-DEVICE = 'cpu'
+BACKEND = "inductor"
+DEVICE = "cpu"
 RTOL, ATOL = (0.0, 0.0)
 BACKWARD = False  # also compare the gradients of every floating input
 SEED = 0  # of the gradients flowing into the outputs
+
 
 def program(v0):
     v1 = torch.ops.aten.add.Tensor(v0, v0)
     v2 = torch.ops.aten.max.dim(v1, dim=-1, keepdim=False)[0]
     return (v2,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: bool[3] (contiguous)
@@ -70,8 +72,10 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating)], allow_unused=True)
-        results += [g for g in grads]
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
+        results += list(grads)
     return results
 
 
@@ -119,14 +123,14 @@ def main():
     actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
     problems = [
         f"result {i}: {message}"
-        for i, (a, e, r) in enumerate(zip(actual, expected, reference))
+        for i, (a, e, r) in enumerate(zip(actual, expected, reference, strict=True))
         if (message := differ(a, e, r))
     ]
     print("\n".join(problems) or "no difference: eager and the backend agree (fixed?)")
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.add.Tensor(v0, v0)\n    v2 = torch.ops.aten.max.dim(v1, dim=-1, keepdim=False)[0]\n    return (v2,)\n'
+PROGRAM_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.add.Tensor(v0, v0)\n    v2 = torch.ops.aten.max.dim(v1, dim=-1, keepdim=False)[0]\n    return (v2,)\n"
 
 if __name__ == "__main__":
     main()
