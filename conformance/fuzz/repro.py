@@ -118,7 +118,11 @@ def main():
         reference = run(program, widen=True)
     except Exception:
         reference = [None] * len(expected)
-    actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
+    try:
+        actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
+    except Exception as error:  # the fuzzer's "the compiled program raised ..."
+        print(f"the compiled program raised {{type(error).__name__}}: {{str(error)[:2000]}}")
+        sys.exit(1)
     problems = [
         f"result {{i}}: {{message}}"
         for i, (a, e, r) in enumerate(zip(actual, expected, reference, strict=True))
