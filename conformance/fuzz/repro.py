@@ -64,6 +64,10 @@ def inputs(widen=False):
 
 
 def run(function, widen=False):
+    if widen:  # the float64 reference: the program's casts to a floating dtype go on in float64
+        namespace = {{"torch": torch, "inf": inf, "nan": nan}}
+        exec(REFERENCE_SOURCE, namespace)
+        function = namespace["program"]
     args = inputs(widen)
     outputs = list(function(*args))
     results = outputs + args
@@ -133,6 +137,7 @@ def main():
 
 
 PROGRAM_SOURCE = {source_literal!r}
+REFERENCE_SOURCE = {reference_literal!r}
 
 if __name__ == "__main__":
     main()
@@ -181,6 +186,7 @@ def write_repro(
         seed=program.seed,
         source=program.source().rstrip(),
         source_literal=program.source(),
+        reference_literal=program.source(widened=True),
         inputs_comment="\n".join(f"#   {line}" for line in program.describe_inputs()),
         blob=_blob(program.make_inputs()),
     )
