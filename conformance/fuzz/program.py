@@ -45,6 +45,9 @@ class Input:
             specials=self.specials,
             huge=False,  # sums of 1e30 and -1e30 depend on the order of summation: no one answer
         )
+        if not values.dtype.is_floating_point and values.dtype != torch.bool:
+            # Nor integer limits: promoted into a float sum, +-2**31 cancel differently in every order.
+            values = values.clamp(-1000, 1000)
         return lay_out(values, self.layout)
 
 
