@@ -106,13 +106,16 @@ def _swap_computed_operands(operands: list, argument: None, builder: Any, node: 
 def _cast_before_last_op(operands: list, argument: None, builder: Any, node: fx.Node, args, wants) -> list:
     from fuser.ops import POINTWISE_BY_OVERLOAD, Result
 
-    users = list(node.users)
-    if len(users) != 1 or users[0] not in builder.computed:
+    casts = [
+        user
+        for user in node.users
+        if user in builder.computed
+        and getattr(POINTWISE_BY_OVERLOAD.get(user.target), "result", None) is Result.OPERAND
+        and user.meta["val"].dtype != node.meta["val"].dtype
+    ]
+    if not casts:
         return operands
-    cast = POINTWISE_BY_OVERLOAD.get(users[0].target)
-    target = users[0].meta["val"].dtype
-    if cast is None or cast.result is not Result.OPERAND or target == node.meta["val"].dtype:
-        return operands
+    target = casts[0].meta["val"].dtype
     # Round each tensor operand to the cast's dtype first, as if the cast ran before this op.
     return [
         builder.cast(builder.cast(o, want, target), target, want) if isinstance(a, fx.Node) else o
@@ -285,8 +288,8 @@ KINDS: dict[str, Miscompile] = {
         {"leaf_index": _neighbour_row},
     ),
     "cast_before_last_op": Miscompile(
-        "a pointwise op whose only user is a cast in the same kernel rounds its operands to the cast's "
-        "dtype before computing, instead of rounding its result after",
+        "a pointwise op that a cast in the same kernel reads rounds its operands to the cast's dtype "
+        "before computing, instead of the cast rounding its result after",
         {"pointwise_operands": _cast_before_last_op},
     ),
     "swap_computed_operands": Miscompile(

@@ -23,6 +23,7 @@ import torch
 
 from conformance.values import DTYPES, describe, lay_out, values_for
 
+CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
 VIEW_KINDS = ("permute", "transpose", "slice", "expand", "reshape", "unsqueeze")
 
 
@@ -44,6 +45,9 @@ class Input:
             specials=self.specials,
             huge=False,  # sums of 1e30 and -1e30 depend on the order of summation: no one answer
         )
+        if not values.dtype.is_floating_point and values.dtype != torch.bool:
+            # Nor integer limits: promoted into a float sum, +-2**31 cancel differently in every order.
+            values = values.clamp(-1000, 1000)
         return lay_out(values, self.layout)
 
 
@@ -90,7 +94,12 @@ class Node:
     attrs: tuple[tuple[str, Any], ...] = ()  # attribute keywords (alpha=2, dim=[-1], keepdim=True)
     pick: int | None = None  # the element of a tuple result (max.dim's values)
 
-    def call(self) -> str:
+    def call(self, widened: bool = False) -> str:
+        """The call's source; `widened`, for the float64 reference: a cast to a floating dtype rounds
+        as the program asks, and the value goes on in float64 (else the reference would compute the
+        rest of the program in bfloat16, just as eager does, and judge nothing)."""
+        if widened and self.op in CASTS and dict(self.attrs).get("dtype", torch.float64).is_floating_point:
+            return f"{self.call()}.to(torch.float64)"
         positional = len(self.operands) - len(self.keywords)
         parts = [o.source() for o in self.operands[:positional]]
         parts += [f"{k}={o.source()}" for k, o in zip(self.keywords, self.operands[positional:], strict=True)]
@@ -114,17 +123,17 @@ class Program:
         """Nodes plus view steps: what a compiler engineer reads as the program's ops."""
         return len(self.nodes) + sum(len(o.views) for n in self.nodes for o in n.operands)
 
-    def source(self) -> str:
+    def source(self, widened: bool = False) -> str:
         k = len(self.inputs)
         lines = [f"def program({', '.join(f'v{i}' for i in range(k))}):"]
-        lines += [f"    v{k + i} = {node.call()}" for i, node in enumerate(self.nodes)]
+        lines += [f"    v{k + i} = {node.call(widened)}" for i, node in enumerate(self.nodes)]
         returned = "".join(f"v{i}, " for i in self.outputs)
         lines.append(f"    return ({returned.rstrip()})")
         return "\n".join(lines) + "\n"
 
-    def function(self) -> Callable:
+    def function(self, widened: bool = False) -> Callable:
         namespace = {"torch": torch, "inf": math.inf, "nan": math.nan}
-        exec(compile(self.source(), f"<fuzz {self.key()}>", "exec"), namespace)
+        exec(compile(self.source(widened), f"<fuzz {self.key()}>", "exec"), namespace)
         return namespace["program"]
 
     def make_inputs(self, device: str = "cpu") -> list[torch.Tensor]:

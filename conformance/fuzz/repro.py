@@ -64,6 +64,10 @@ def inputs(widen=False):
 
 
 def run(function, widen=False):
+    if widen:  # the float64 reference: the program's casts to a floating dtype go on in float64
+        namespace = {{"torch": torch, "inf": inf, "nan": nan}}
+        exec(REFERENCE_SOURCE, namespace)
+        function = namespace["program"]
     args = inputs(widen)
     outputs = list(function(*args))
     results = outputs + args
@@ -72,8 +76,8 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating)], allow_unused=True)
-        results += [g for g in grads]
+        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        results += list(grads)
     return results
 
 
@@ -118,10 +122,14 @@ def main():
         reference = run(program, widen=True)
     except Exception:
         reference = [None] * len(expected)
-    actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
+    try:
+        actual = run(torch.compile(program, backend=BACKEND, dynamic=False))
+    except Exception as error:  # the fuzzer's "the compiled program raised ..."
+        print(f"the compiled program raised {{type(error).__name__}}: {{str(error)[:2000]}}")
+        sys.exit(1)
     problems = [
         f"result {{i}}: {{message}}"
-        for i, (a, e, r) in enumerate(zip(actual, expected, reference))
+        for i, (a, e, r) in enumerate(zip(actual, expected, reference, strict=True))
         if (message := differ(a, e, r))
     ]
     print("\\n".join(problems) or "no difference: eager and the backend agree (fixed?)")
@@ -129,6 +137,7 @@ def main():
 
 
 PROGRAM_SOURCE = {source_literal!r}
+REFERENCE_SOURCE = {reference_literal!r}
 
 if __name__ == "__main__":
     main()
@@ -177,6 +186,7 @@ def write_repro(
         seed=program.seed,
         source=program.source().rstrip(),
         source_literal=program.source(),
+        reference_literal=program.source(widened=True),
         inputs_comment="\n".join(f"#   {line}" for line in program.describe_inputs()),
         blob=_blob(program.make_inputs()),
     )
