@@ -70,7 +70,7 @@ class Verdict:
     message: str = ""
     notes: list[str] = field(default_factory=list)
     forward: bool = True  # rules 5 and 6 apply to forward results only
-    signed_zeros: bool = True  # rule 5, where the program makes zero signs defined
+    signed_zeros: bool = False  # rule 5, where the program makes zero signs defined
     ulp_budget: float = ULP_BUDGET
     ulps: tuple[float, float] = (0.0, 0.0)  # the largest (backend, eager) ulps of scale seen (rule 6)
 
@@ -88,13 +88,13 @@ def compare(
     unspecified=None,
     forward: bool = True,
     ulp_budget: float | None = None,
-    signed_zeros: bool = True,
+    signed_zeros: bool = False,
 ) -> Verdict:
     """`unspecified`: None, or a bool tensor per tensor of `expected` (same structure, None where
     nothing is), True where eager has no one answer: those elements are not compared. `forward`:
     whether zero signs and ulps are checked (rules 5 and 6); gradients are compared without them.
-    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET). `signed_zeros=False`: the program
-    leaves zero signs to chance (a max over +0.0 and -0.0 may return either), so rule 5 is off."""
+    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET). `signed_zeros`: whether rule 5
+    applies — only where the op's zero signs are IEEE's (the runner says so per spec and context)."""
     budget = ULP_BUDGET if ulp_budget is None else ulp_budget
     verdict = Verdict(forward=forward, ulp_budget=budget, signed_zeros=signed_zeros)
     _compare(actual, expected, reference, tolerance, verdict, "result", unspecified)

@@ -136,20 +136,22 @@ def test_a_zero_of_the_wrong_sign_fails_where_float64_agrees_with_eager():
     # neg(+0.0) computed as 0 - x: +0.0 where eager and float64 both say -0.0.
     expected = torch.tensor([-0.0, -1.0, 0.0])
     actual = torch.tensor([0.0, -1.0, 0.0])
-    verdict = compare(actual, expected, expected.double())
+    verdict = compare(actual, expected, expected.double(), signed_zeros=True)
     assert not verdict.ok and "zeros of the other sign" in verdict.message and "at [0]" in verdict.message
-    assert compare(actual, expected, expected.double(), forward=False).ok  # gradients: not checked
-    assert compare(actual, expected, expected.double(), signed_zeros=False).ok  # a max over zeros: chance
+    assert compare(actual, expected, expected.double(), signed_zeros=True, forward=False).ok  # gradients
+    assert compare(actual, expected, expected.double()).ok  # by default: a zero's sign is the formula's
 
 
 def test_a_zero_sign_that_float64_does_not_share_is_eager_s_accident_and_not_checked():
     # float64 says +0.0, or a tiny positive that rounds to +0.0: eager's -0.0 is its own rounding accident.
     expected = torch.tensor([-0.0, -0.0])
     actual = torch.tensor([0.0, 0.0])
-    assert compare(actual, expected, torch.tensor([1e-60, 0.0], dtype=torch.float64)).ok
+    assert compare(actual, expected, torch.tensor([1e-60, 0.0], dtype=torch.float64), signed_zeros=True).ok
     # A tiny negative rounds to -0.0: then the sign is defined and +0.0 is wrong.
-    assert not compare(actual, expected, torch.tensor([-1e-60, 0.0], dtype=torch.float64)).ok
-    assert compare(actual, expected).ok  # no reference, nothing to say the sign is defined
+    assert not compare(
+        actual, expected, torch.tensor([-1e-60, 0.0], dtype=torch.float64), signed_zeros=True
+    ).ok
+    assert compare(actual, expected, signed_zeros=True).ok  # no reference: nothing says the sign is defined
 
 
 def test_a_formula_that_lost_four_digits_fails_on_ulps_though_within_atol():
