@@ -71,7 +71,7 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     forward: bool = True  # rules 5 and 6 apply to forward results only
     signed_zeros: bool = False  # rule 5, where the program makes zero signs defined
-    ulp_budget: float = ULP_BUDGET
+    ulp_budget: float | None = None  # rule 6's budget; None: ulps recorded, not judged
     ulps: tuple[float, float] = (0.0, 0.0)  # the largest (backend, eager) ulps of scale seen (rule 6)
 
     def fail(self, message: str) -> Verdict:
@@ -93,10 +93,10 @@ def compare(
     """`unspecified`: None, or a bool tensor per tensor of `expected` (same structure, None where
     nothing is), True where eager has no one answer: those elements are not compared. `forward`:
     whether zero signs and ulps are checked (rules 5 and 6); gradients are compared without them.
-    `ulp_budget`: the op's budget for rule 6 (default ULP_BUDGET). `signed_zeros`: whether rule 5
+    `ulp_budget`: rule 6's budget (None: the ulps are recorded but not judged — the runner judges op
+    cases, where a budget means something; a whole program's sums cancel). `signed_zeros`: whether rule 5
     applies — only where the op's zero signs are IEEE's (the runner says so per spec and context)."""
-    budget = ULP_BUDGET if ulp_budget is None else ulp_budget
-    verdict = Verdict(forward=forward, ulp_budget=budget, signed_zeros=signed_zeros)
+    verdict = Verdict(forward=forward, ulp_budget=ulp_budget, signed_zeros=signed_zeros)
     _compare(actual, expected, reference, tolerance, verdict, "result", unspecified)
     return verdict
 
@@ -210,6 +210,8 @@ def _precision(a, e, reference, path: str, verdict: Verdict) -> str:
     r = reference.detach().cpu()
     mine, eager = ulps_of_scale(a, r, a.dtype), ulps_of_scale(e, r, a.dtype)
     verdict.ulps = (max(verdict.ulps[0], mine), max(verdict.ulps[1], eager))
+    if verdict.ulp_budget is None:
+        return ""
     allowed = max(verdict.ulp_budget, ULP_K * eager)
     if mine <= allowed:
         return ""
