@@ -1,0 +1,310 @@
+"""Validate ops before fusion is enabled for them: `python -m conformance.validate <op> [<op> ...]`.
+
+For each op, runs its full conformance on this machine's architecture — every supported dtype, every
+fusion context, forward and backward, the full tier's samples — through the real pytest plugin (one
+pytest process per op, the op's lowering forced on with FUSER_UNVALIDATED=fuse), prints a verdict
+table, and writes the op's manifest entry only if every case passed or is a ledgered expected
+failure. A dtype with an expected failure is left out of the entry (not validated); any other
+failure writes nothing, prints each failing case with its rerun command, and makes the exit status 1.
+
+`--all-unvalidated` validates every op the fuser lowers that has no fresh entry (none, or stale).
+Progress is recorded (`--progress`), so a rerun after an interruption continues where it stopped
+and does not retry an op that failed at the same lowering (`--retry-failed` does).
+`--backend B` validates another torch.compile backend: its manifest goes to `--manifest-dir`
+(reports/validate/<backend> unless told), in the same format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from conformance import report
+from conformance.caseid import DTYPES
+from conformance.catalog import SPECS
+from conformance.plugin import rerun_command
+from conformance.runner import supported_dtypes
+from conformance.tiers import cases_for
+from fuser import lowerings, validation
+
+ROOT = Path(__file__).resolve().parent.parent
+# Ops the fuser lowers that no user calls directly: the conformance ops whose graphs reach them
+# (checked: var's forward and backward graphs hold all three).
+PROXIES = {
+    "prims.var.default": ("aten.var.correction",),
+    "prims.sum.default": ("aten.var.correction",),
+    "prims.broadcast_in_dim.default": ("aten.var.correction",),
+}
+
+
+def specs_for(op: str) -> tuple[str, ...]:
+    """The conformance ops whose cases validate `op`."""
+    if op in PROXIES:
+        return PROXIES[op]
+    if op in SPECS:
+        return (op,)
+    raise SystemExit(f"validate: unknown op {op!r}: no conformance spec (see conformance.catalog.SPECS)")
+
+
+def expected_cases(op: str, backend: str, device: str) -> int:
+    """How many cases validating `op` runs here: the full tier of each of its specs."""
+    return sum(
+        len(cases_for(SPECS[s], supported_dtypes(SPECS[s], device), "full", backend, device))
+        for s in specs_for(op)
+    )
+
+
+def arch_for(device: str) -> str:
+    return validation.arch_of(torch.device(device))
+
+
+@dataclass
+class Verdict:
+    op: str
+    cases: int
+    passed_dtypes: tuple[str, ...]  # every case passed
+    expected_dtypes: tuple[str, ...]  # a ledgered expected failure: not validated
+    failures: list[tuple[str, str, str]]  # (case id, outcome, rerun command)
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.cases > 0
+
+
+def run_op(op: str, backend: str, device: str, log_dir: Path) -> Verdict:
+    """The op's full conformance through the pytest plugin, in a fresh process."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="validate-") as report_dir:
+        command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
+        command += ["-p", "no:xdist", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
+        command += ["--backend", backend, "--device", device, "--conformance-report", report_dir]
+        for spec in specs_for(op):
+            command += ["--op", spec]
+        env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
+        log_path = log_dir / f"{op}.log"
+        with log_path.open("w") as log:
+            subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        reports = list(Path(report_dir).glob("*.json"))
+        results = json.loads(reports[0].read_text())["cases"] if reports else []
+    by_dtype: dict[str, set[str]] = defaultdict(set)
+    failures = []
+    for result in map(report.case_from_json, results):
+        by_dtype[result.key.dtype].add(result.outcome)
+        if result.outcome not in ("passed", "xfailed"):
+            failures.append((result.key.test_id, result.outcome, rerun_command(result.key, "full")))
+    if not results:
+        failures.append((op, "no result", f"see {log_path}"))
+    return Verdict(
+        op=op,
+        cases=len(results),
+        passed_dtypes=tuple(d for d in DTYPES if by_dtype.get(d) == {"passed"}),
+        expected_dtypes=tuple(d for d in DTYPES if "xfailed" in by_dtype.get(d, ())),
+        failures=failures,
+        seconds=time.monotonic() - started,
+    )
+
+
+# --- the manifest file --------------------------------------------------------------------------------
+
+HEADER = """\
+# The ops the {backend} backend may fuse on {arch}, each for the dtypes validated here. Written by
+# `nox -s validate -- <op>` (python -m conformance.validate): review it as a diff, never edit it by hand
+# (CI checks every entry's fingerprint and case count). docs/validation.md explains the fields.
+"""
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def commit_id() -> str:
+    """HEAD's short hash; '+dirty' when the fuser's sources (not its manifests) differ from it."""
+    head = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("+dirty" if _git("status", "--porcelain", "--", "fuser/", ":!fuser/manifest") else "")
+
+
+def render(entries: dict[str, dict], backend: str, arch: str) -> str:
+    lines = [HEADER.format(backend=backend, arch=arch)]
+    for op in sorted(entries):
+        lines.append("[[op]]")
+        for field, value in entries[op].items():
+            lines.append(f"{field} = {json.dumps(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def read_entries(path: Path, arch: str) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    manifest = validation.parse(path.read_text(), path, arch)
+    fields = (*validation.FIELDS, *validation.OPTIONAL_FIELDS)
+    return {
+        op: {f: (list(v) if isinstance(v, tuple) else v) for f in fields if (v := getattr(e, f)) != ""}
+        for op, e in manifest.entries.items()
+    }
+
+
+def write_entry(path: Path, verdict: Verdict, backend: str, device: str, arch: str) -> dict | None:
+    """Add or replace the op's entry; None (nothing written) when no dtype the backend lowers passed."""
+    dtypes = list(verdict.passed_dtypes)
+    if backend == "fuser":
+        lowered = lowerings.lowerings()[verdict.op].dtypes
+        dtypes = [d for d in dtypes if d in lowered]
+    if not dtypes:
+        return None
+    entry = {
+        "op": verdict.op,
+        "arch": arch,
+        "dtypes": dtypes,
+        "torch": torch.__version__.split("+")[0],
+        "triton": _triton_version(),
+        "date": datetime.date.today().isoformat(),
+        "cases": verdict.cases,
+        "commit": commit_id(),
+        "fingerprint": lowerings.fingerprint(verdict.op, arch) if backend == "fuser" else "-",
+    }
+    if device == "cuda":
+        entry["device"] = torch.cuda.get_device_name()
+    entries = read_entries(path, arch) | {verdict.op: entry}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".toml.tmp")
+    temporary.write_text(render(entries, backend, arch))
+    temporary.replace(path)
+    return entry
+
+
+def _triton_version() -> str:
+    import triton
+
+    return triton.__version__
+
+
+# --- progress -----------------------------------------------------------------------------------------
+
+
+def load_progress(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_progress(path: Path, progress: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(progress, indent=1, sort_keys=True) + "\n")
+
+
+# --- the command --------------------------------------------------------------------------------------
+
+
+def unvalidated(manifest: Path, arch: str) -> list[str]:
+    entries = read_entries(manifest, arch)
+    return [
+        op
+        for op in lowerings.lowerings()
+        if op not in entries or entries[op]["fingerprint"] != lowerings.fingerprint(op, arch)
+    ]
+
+
+def table(verdicts: list[Verdict]) -> str:
+    rows = ["| op | cases | verdict | validated dtypes | expected failures (not validated) | time |"]
+    rows.append("| --- | ---: | --- | --- | --- | ---: |")
+    for v in verdicts:
+        verdict = "validated" if v.ok and v.passed_dtypes else "FAILED" if v.failures else "nothing validated"
+        rows.append(
+            f"| {v.op} | {v.cases} | {verdict} | {', '.join(v.passed_dtypes) or '-'} | "
+            f"{', '.join(v.expected_dtypes) or '-'} | {v.seconds:.0f} s |"
+        )
+    return "\n".join(rows)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.validate", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("ops", nargs="*", help="aten overloads, e.g. aten.add.Tensor")
+    parser.add_argument("--all-unvalidated", action="store_true", help="every lowered op with no fresh entry")
+    parser.add_argument("--backend", default="fuser")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--manifest-dir", type=Path, default=None)
+    parser.add_argument("--progress", type=Path, default=None, help="resume file (default under reports/)")
+    parser.add_argument("--retry-failed", action="store_true", help="retry ops that failed before")
+    parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
+    args = parser.parse_args(argv)
+    if bool(args.ops) == args.all_unvalidated:
+        parser.error("name the ops to validate, or give --all-unvalidated (not both)")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine has no CUDA device")
+    if args.all_unvalidated and args.backend != "fuser":
+        parser.error("--all-unvalidated lists the fuser's lowered ops; name the ops for another backend")
+    for op in args.ops:
+        specs_for(op)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    arch = arch_for(args.device)
+    directory = args.manifest_dir or (
+        validation.MANIFEST_DIR if args.backend == "fuser" else ROOT / "reports" / "validate" / args.backend
+    )
+    manifest = validation.manifest_path(arch, directory)
+    progress_path = args.progress or ROOT / "reports" / "validate" / f"progress-{args.backend}-{arch}.json"
+    progress = load_progress(progress_path)
+    ops = unvalidated(manifest, arch) if args.all_unvalidated else list(args.ops)
+    args.logs.mkdir(parents=True, exist_ok=True)
+    verdicts, skipped = [], []
+    for number, op in enumerate(ops, 1):
+        fingerprint = lowerings.fingerprint(op, arch) if args.backend == "fuser" else "-"
+        before = progress.get(op, {})
+        if args.all_unvalidated and not args.retry_failed and before.get("fingerprint") == fingerprint:
+            skipped.append(op)  # failed (or validated nothing) at this lowering already
+            continue
+        print(f"[{number}/{len(ops)}] {op} ...", flush=True)
+        verdict = run_op(op, args.backend, args.device, args.logs)
+        verdicts.append(verdict)
+        entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
+        outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
+        print(f"    {outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s", flush=True)
+        progress[op] = {
+            "outcome": outcome,
+            "fingerprint": fingerprint,
+            "cases": verdict.cases,
+            "seconds": round(verdict.seconds, 1),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        save_progress(progress_path, progress)
+    if skipped:
+        print(
+            f"skipped {len(skipped)} op(s) that failed before at the same lowering (--retry-failed): "
+            + ", ".join(skipped)
+        )
+    print()
+    print(table(verdicts))
+    failed = [v for v in verdicts if v.failures]
+    for v in failed:
+        print(f"\n{v.op}: nothing written; failing cases (log: {args.logs / (v.op + '.log')}):")
+        for case, outcome, command in v.failures:
+            print(f"  {case}: {outcome}\n    rerun: {command}")
+    written = [v for v in verdicts if v.ok and v.passed_dtypes]
+    if written:
+        print(f"\nwrote {len(written)} entr{'y' if len(written) == 1 else 'ies'} to {manifest}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
