@@ -1,5 +1,5 @@
 """Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `conformance` (every op against eager,
-quick tier, with a report), `perfgate` (the perf gate, this tree against main: on a CPU machine its CPU tier) and `perf`
+quick tier, with a report), `validate` (an op's full conformance, then its manifest entry), `perfgate` (the perf gate, this tree against main: on a CPU machine its CPU tier) and `perf`
 (fuser / Inductor / eager side by side, with a plot)."""
 
 from __future__ import annotations
@@ -85,3 +85,12 @@ def perfgate(session: nox.Session) -> None:
     if not options or options[0].startswith("-"):  # options of `gate`: A/B against main unless told
         options = ["gate", *([] if "--against" in options else ["--against", "main"]), *options]
     session.run("python", "-m", "perfgate", *options)
+
+
+@nox.session(default=False)
+def validate(session: nox.Session) -> None:
+    """Validate ops before fusion is enabled for them (`-- aten.hypot.default`, `-- --all-unvalidated`):
+    the op's full conformance on this machine's arch; the manifest entry is written only if it passes."""
+    session.install(TORCH)
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "conformance.validate", *session.posargs, env={"FUSER_STRICT": "1"})

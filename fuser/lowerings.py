@@ -116,6 +116,8 @@ def _render(op: PointwiseOp, overload, dtype: torch.dtype, arch: str) -> str:
 
 
 def _describe(name: str, arch: str) -> str:
+    if name not in lowerings():
+        raise ValueError(f"fuser: {name!r} is not a lowered op (see fuser/ops.py)")
     overload = _overload(name)
     if overload in POINTWISE_BY_OVERLOAD:
         op = POINTWISE_BY_OVERLOAD[overload]

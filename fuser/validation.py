@@ -89,8 +89,8 @@ def arch_of(device: torch.device) -> str:
     return f"sm_{major}{minor}"
 
 
-def manifest_path(arch: str, directory: Path = MANIFEST_DIR) -> Path:
-    return directory / f"{arch}.toml"
+def manifest_path(arch: str, directory: Path | None = None) -> Path:
+    return (directory or MANIFEST_DIR) / f"{arch}.toml"
 
 
 def _entry_lines(text: str) -> list[int]:
@@ -163,7 +163,7 @@ def parse(text: str, path: Path, arch: str | None = None) -> Manifest:
     return Manifest(arch, path, entries)
 
 
-def load(arch: str, directory: Path = MANIFEST_DIR) -> Manifest | None:
+def load(arch: str, directory: Path | None = None) -> Manifest | None:
     """The manifest of `arch`, or None when there is none."""
     path = manifest_path(arch, directory)
     if not path.exists():
