@@ -48,7 +48,9 @@ def conformance(session: nox.Session) -> None:
         "--conformance-report",
         os.environ.get("CONFORMANCE_REPORT_DIR", "reports/conformance"),
         *options,
-        env={"FUSER_STRICT": "1"},
+        # Until the cpu manifest covers every lowered op (docs/validation.md), the quick tier fuses
+        # unvalidated ops on purpose, as the tests do: it checks the lowerings, not the gate.
+        env={"FUSER_STRICT": "1", "FUSER_UNVALIDATED": os.environ.get("FUSER_UNVALIDATED", "fuse")},
     )
 
 
