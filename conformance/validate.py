@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import json
 import os
 import subprocess
@@ -182,11 +183,14 @@ def write_entry(path: Path, verdict: Verdict, backend: str, device: str, arch: s
     }
     if device == "cuda":
         entry["device"] = torch.cuda.get_device_name()
-    entries = read_entries(path, arch) | {verdict.op: entry}
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".toml.tmp")
-    temporary.write_text(render(entries, backend, arch))
-    temporary.replace(path)
+    # Two validation runs (shards) may finish an op at once: each rewrites the file under a lock.
+    with path.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = read_entries(path, arch) | {verdict.op: entry}
+        temporary = path.with_suffix(".toml.tmp")
+        temporary.write_text(render(entries, backend, arch))
+        temporary.replace(path)
     return entry
 
 
