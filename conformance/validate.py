@@ -78,6 +78,7 @@ class Verdict:
     expected_dtypes: tuple[str, ...]  # a ledgered expected failure: not validated
     failures: list[tuple[str, str, str]]  # (case id, outcome, rerun command)
     seconds: float
+    eager_dtypes: tuple[str, ...] = ()  # passed, but the fuser ran the op eagerly: not validated
 
     @property
     def ok(self) -> bool:
@@ -115,6 +116,35 @@ def run_op(op: str, backend: str, device: str, log_dir: Path) -> Verdict:
         failures=failures,
         seconds=time.monotonic() - started,
     )
+
+
+def ran_eagerly(op: str, dtypes: tuple[str, ...], device: str) -> list[str]:
+    """The dtypes in which the fuser left `op` itself eager (a case that passes so passes vacuously):
+    one eager-accepted sample per dtype, compiled with `fuser.explain` (the fuser's public report)."""
+    import fuser
+    from conformance.runner import Program, expect, fresh_inputs, on_device
+    from conformance.samples import iter_samples
+
+    if op in PROXIES:
+        return []  # reached through its proxies' decompositions; not called directly
+    spec, eager = SPECS[op], []
+    for dtype in dtypes:
+        for sample in iter_samples(spec, dtype, "quick"):
+            sample = on_device(sample, device)
+            try:
+                expect(spec, "alone", sample, False, 0)
+            except Exception:
+                continue
+            program = Program(spec, "alone", [sample])
+            torch._dynamo.reset()
+            report = fuser.explain(
+                program.function(), *fresh_inputs(program.inputs), fuser_options={"unvalidated": "fuse"}
+            )
+            if op in report.eager_calls or report.num_kernels == 0:
+                eager.append(dtype)
+            break
+    torch._dynamo.reset()
+    return eager
 
 
 # --- the manifest file --------------------------------------------------------------------------------
@@ -168,6 +198,8 @@ def write_entry(path: Path, verdict: Verdict, backend: str, device: str, arch: s
     if backend == "fuser":
         lowered = lowerings.lowerings()[verdict.op].dtypes
         dtypes = [d for d in dtypes if d in lowered]
+        verdict.eager_dtypes = tuple(ran_eagerly(verdict.op, tuple(dtypes), device))
+        dtypes = [d for d in dtypes if d not in verdict.eager_dtypes]
     if not dtypes:
         return None
     entry = {
@@ -225,13 +257,15 @@ def unvalidated(manifest: Path, arch: str) -> list[str]:
 
 
 def table(verdicts: list[Verdict]) -> str:
-    rows = ["| op | cases | verdict | validated dtypes | expected failures (not validated) | time |"]
-    rows.append("| --- | ---: | --- | --- | --- | ---: |")
+    rows = [
+        "| op | cases | verdict | dtypes passed | expected failures (not validated) | ran eagerly | time |"
+    ]
+    rows.append("| --- | ---: | --- | --- | --- | --- | ---: |")
     for v in verdicts:
         verdict = "validated" if v.ok and v.passed_dtypes else "FAILED" if v.failures else "nothing validated"
         rows.append(
             f"| {v.op} | {v.cases} | {verdict} | {', '.join(v.passed_dtypes) or '-'} | "
-            f"{', '.join(v.expected_dtypes) or '-'} | {v.seconds:.0f} s |"
+            f"{', '.join(v.expected_dtypes) or '-'} | {', '.join(v.eager_dtypes) or '-'} | {v.seconds:.0f} s |"
         )
     return "\n".join(rows)
 
