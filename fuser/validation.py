@@ -18,7 +18,8 @@ One TOML file per architecture, `fuser/manifest/<arch>.toml` (`cpu` for Triton's
 
 An entry whose fingerprint no longer matches the lowering is *stale*: it counts as unvalidated until
 the op is validated again. A malformed file is an error naming the file and line. The conformance
-side (conformance/validate/) adds the checks that need the suite: the JSON schema, case counts.
+side (conformance/manifest_check.py) adds the checks that need the suite: the JSON schema, case
+counts. docs/validation.md says why and how.
 
 Anything not validated runs eagerly, with the reason in the fuser's log and `fuser.explain`, unless
 the engineer opts in: `options={"unvalidated": "fuse"}` or `FUSER_UNVALIDATED=fuse`.
