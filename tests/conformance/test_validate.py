@@ -111,3 +111,14 @@ def test_ran_eagerly_sees_an_op_the_fuser_leaves_eager(monkeypatch):
         lambda node: "planted" if str(node.target) == "aten.neg.default" else original(node),
     )
     assert validate.ran_eagerly("aten.neg.default", ("int64",), "cpu") == ["int64"]
+
+
+def test_backward_cases_only_where_eager_has_a_backward():
+    # Eager's CPU i1 has no Half or BFloat16 backward: such cases could only fail ("no sample ran").
+    from conformance.plugin import cases
+
+    keys = cases("aten.special_i1.default", "full", "fuser", "cpu")
+    backward = {k.dtype for k in keys if k.direction == "bwd"}
+    assert backward == {"float32", "float64"}
+    assert {"float16", "bfloat16"} <= {k.dtype for k in keys if k.direction == "fwd"}
+    assert validate.expected_cases("aten.special_i1.default", "fuser", "cpu") == len(keys) == 60
