@@ -275,6 +275,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--manifest-dir", type=Path, default=None)
     parser.add_argument("--progress", type=Path, default=None, help="resume file (default under reports/)")
     parser.add_argument("--retry-failed", action="store_true", help="retry ops that failed before")
+    parser.add_argument("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops")
     parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
     args = parser.parse_args(argv)
     if bool(args.ops) == args.all_unvalidated:
@@ -285,6 +286,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--all-unvalidated lists the fuser's lowered ops; name the ops for another backend")
     for op in args.ops:
         specs_for(op)
+    if args.shard is not None:
+        k, _, n = args.shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            parser.error(f"--shard {args.shard!r}: expected K/N with 1 <= K <= N, e.g. 2/3")
+        args.shard = (int(k), int(n))
     return args
 
 
@@ -298,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     progress_path = args.progress or ROOT / "reports" / "validate" / f"progress-{args.backend}-{arch}.json"
     progress = load_progress(progress_path)
     ops = unvalidated(manifest, arch) if args.all_unvalidated else list(args.ops)
+    if args.shard:  # sessions or machines share the work; each resumes from its own progress
+        k, n = args.shard
+        ops = ops[k - 1 :: n]
     args.logs.mkdir(parents=True, exist_ok=True)
     verdicts, skipped = [], []
     for number, op in enumerate(ops, 1):

@@ -92,6 +92,14 @@ def test_all_unvalidated_resumes_and_skips_what_failed_at_the_same_lowering(run,
     assert calls == ["aten.exp.default"]
 
 
+def test_shards_split_the_ops(run):
+    verdicts = {op: verdict(op=op) for op in ("aten.neg.default", "aten.exp.default", "aten.abs.default")}
+    ops = list(verdicts)
+    _, first, _ = run(verdicts, *ops, "--shard", "1/2")
+    _, second, _ = run(verdicts, *ops, "--shard", "2/2")
+    assert first == ["aten.neg.default", "aten.abs.default"] and second == ["aten.exp.default"]
+
+
 def test_bad_arguments_are_clear_errors(capsys):
     with pytest.raises(SystemExit, match=r"unknown op 'aten\.nosuch\.default'"):
         validate.main(["aten.nosuch.default"])
