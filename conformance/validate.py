@@ -301,7 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         validation.MANIFEST_DIR if args.backend == "fuser" else ROOT / "reports" / "validate" / args.backend
     )
     manifest = validation.manifest_path(arch, directory)
-    progress_path = args.progress or ROOT / "reports" / "validate" / f"progress-{args.backend}-{arch}.json"
+    shard = f"-shard{args.shard[0]}of{args.shard[1]}" if args.shard else ""
+    progress_path = (
+        args.progress or ROOT / "reports" / "validate" / f"progress-{args.backend}-{arch}{shard}.json"
+    )
     progress = load_progress(progress_path)
     ops = unvalidated(manifest, arch) if args.all_unvalidated else list(args.ops)
     if args.shard:  # sessions or machines share the work; each resumes from its own progress
