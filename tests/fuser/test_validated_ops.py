@@ -13,6 +13,7 @@ from fuser import validation
 ENABLED = {
     "aten.i0.default": torch.i0,
     "aten.special_i0e.default": torch.special.i0e,
+    "aten.special_i1.default": torch.special.i1,
 }
 
 
