@@ -75,6 +75,7 @@ class Verdict:
     failures: list[tuple[str, str, str]]  # (case id, outcome, rerun command)
     seconds: float
     eager_dtypes: tuple[str, ...] = ()  # passed, but the fuser ran the op eagerly: not validated
+    outcome: str = ""  # validated | failed | nothing validated (no dtype to write)
 
     @property
     def ok(self) -> bool:
@@ -259,9 +260,8 @@ def table(verdicts: list[Verdict]) -> str:
     ]
     rows.append("| --- | ---: | --- | --- | --- | --- | ---: |")
     for v in verdicts:
-        verdict = "validated" if v.ok and v.passed_dtypes else "FAILED" if v.failures else "nothing validated"
         rows.append(
-            f"| {v.op} | {v.cases} | {verdict} | {', '.join(v.passed_dtypes) or '-'} | "
+            f"| {v.op} | {v.cases} | {v.outcome.replace('failed', 'FAILED')} | {', '.join(v.passed_dtypes) or '-'} | "
             f"{', '.join(v.expected_dtypes) or '-'} | {', '.join(v.eager_dtypes) or '-'} | {v.seconds:.0f} s |"
         )
     return "\n".join(rows)
@@ -325,10 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         verdict = run_op(op, args.backend, args.device, args.logs)
         verdicts.append(verdict)
         entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
-        outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
-        print(f"    {outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s", flush=True)
+        verdict.outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
+        print(f"    {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s", flush=True)
         progress[op] = {
-            "outcome": outcome,
+            "outcome": verdict.outcome,
             "fingerprint": fingerprint,
             "cases": verdict.cases,
             "seconds": round(verdict.seconds, 1),
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{v.op}: nothing written; failing cases (log: {args.logs / (v.op + '.log')}):")
         for case, outcome, command in v.failures:
             print(f"  {case}: {outcome}\n    rerun: {command}")
-    written = [v for v in verdicts if v.ok and v.passed_dtypes]
+    written = [v for v in verdicts if v.outcome == "validated"]
     if written:
         print(f"\nwrote {len(written)} entr{'y' if len(written) == 1 else 'ies'} to {manifest}")
     return 1 if failed else 0

@@ -132,3 +132,13 @@ def test_backward_cases_only_where_eager_has_a_backward():
     assert backward == {"float32", "float64"}
     assert {"float16", "bfloat16"} <= {k.dtype for k in keys if k.direction == "fwd"}
     assert validate.expected_cases("aten.special_i1.default", "fuser", "cpu") == len(keys) == 60
+
+
+def test_an_op_the_fuser_ran_eagerly_is_not_validated(run, monkeypatch, capsys):
+    monkeypatch.setattr(validate, "ran_eagerly", lambda op, dtypes, device: list(dtypes))
+    status, _, text = run({"aten.neg.default": verdict()}, "aten.neg.default")
+    assert status == 0 and text is None
+    assert (
+        "| aten.neg.default | 65 | nothing validated | float32, int64 | - | float32, int64 |"
+        in capsys.readouterr().out
+    )
