@@ -160,7 +160,7 @@ def main() -> None:
     workload = WORKLOADS[args.workload]
     inputs = workload.inputs(args.rows, args.cols)
     programs = {
-        "fuser": fuser.compile(workload.program, dynamic=False, strict=True),
+        "fuser": fuser.compile(workload.program, dynamic=False, strict=True, unvalidated="fuse"),
         "inductor": torch.compile(workload.program, dynamic=False),
     }
     calls = {name: as_call(program, workload, inputs) for name, program in programs.items()}

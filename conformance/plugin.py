@@ -28,7 +28,7 @@ from conformance import report
 from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
 from conformance.catalog import SPECS, overload_counts
 from conformance.ledger import Ledger
-from conformance.runner import resolve_backend, supported_dtypes
+from conformance.runner import has_backward, resolve_backend, supported_dtypes
 from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
@@ -116,6 +116,18 @@ def _dtypes(op: str, device: str) -> tuple[str, ...]:
     return tuple(supported_dtypes(SPECS[op], device))
 
 
+@cache
+def _has_backward(op: str, device: str, dtype: str) -> bool:
+    return has_backward(SPECS[op], dtype, device)
+
+
+def cases(op: str, tier: str, backend: str, device: str) -> list[CaseKey]:
+    """The op's cases in `tier`: its dtypes eager supports, backward where eager has one."""
+    return cases_for(
+        SPECS[op], _dtypes(op, device), tier, backend, device, lambda d: _has_backward(op, device, d)
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if FIXTURE not in metafunc.fixturenames:
         return
@@ -130,7 +142,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     every = [
         key
         for op in ([] if chosen.ops else SPECS)
-        for key in cases_for(SPECS[op], _dtypes(op, chosen.device), "full", chosen.backend, chosen.device)
+        for key in cases(op, "full", chosen.backend, chosen.device)
     ]
     dead = ledger.unused(every, chosen.backend, chosen.device) if every else []
     if dead:
@@ -150,9 +162,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         k, n = chosen.shard
         ops = ops[k - 1 :: n]
     for op in ops:
-        for key in cases_for(
-            SPECS[op], _dtypes(op, chosen.device), chosen.tier, chosen.backend, chosen.device
-        ):
+        for key in cases(op, chosen.tier, chosen.backend, chosen.device):
             if chosen.dtypes and key.dtype not in chosen.dtypes:
                 continue
             if chosen.contexts and key.context not in chosen.contexts:

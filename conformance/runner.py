@@ -558,6 +558,17 @@ def on_device(sample: Sample, device: str) -> Sample:
     return Sample(move(sample.args), kwargs, sample.label, move(sample.partner))
 
 
+def has_backward(spec: OpSpec, dtype: str, device: str, probes: int = 3) -> bool:
+    """Whether eager differentiates the op in `dtype` on `device` for one of the first samples."""
+    for sample in itertools.islice(iter_samples(spec, dtype, "quick"), probes):
+        try:
+            expect(spec, "alone", on_device(sample, device), True, 0)
+        except Exception:
+            continue
+        return True
+    return False
+
+
 def supported_dtypes(spec: OpSpec, device: str, tier: str = "quick", probes: int = 3) -> list[str]:
     """The spec's dtypes that eager accepts on `device` for at least one of the first samples."""
     found = []

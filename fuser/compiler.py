@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import horizontal, inplace, metrics, miscompiles
+from fuser import horizontal, inplace, metrics, miscompiles, validation
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
@@ -112,7 +112,8 @@ def plan_and_generate(graph: fx.Graph, options: Options, bound: set) -> tuple[Pl
     by its own kernel, until every such read goes through memory."""
     stored: set[fx.Node] = set()
     while True:
-        plan = partition(graph, fuse=options.fuse, stored=frozenset(stored))
+        gate = None if options.unvalidated == "fuse" else validation.node_obstacle
+        plan = partition(graph, fuse=options.fuse, stored=frozenset(stored), gate=gate)
         generated: dict[int, object] = {}
         for step in plan.steps:
             if isinstance(step, Kernel) and kernel_symbols(step) <= bound:

@@ -157,6 +157,16 @@ def _lgamma(v: float) -> float:
 
 
 lgamma = _vectorized(_lgamma)
+cyl_bessel_i0 = _elementwise(np.i0)
+
+
+def _i1(x: np.ndarray) -> np.ndarray:
+    from scipy import special  # NumPy has i0 but no i1
+
+    return special.i1(x)
+
+
+cyl_bessel_i1 = _elementwise(_i1)
 floor = _elementwise(np.floor)
 ceil = _elementwise(np.ceil)
 trunc = _elementwise(np.trunc)

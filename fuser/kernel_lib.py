@@ -115,6 +115,26 @@ def logaddexp(a, b):
 
 
 @triton.jit
+def i0e(x):
+    # exp(-|x|) * i0(x), without its overflow: i0 overflows (float32 near 90, float64 near 713) while
+    # i0e stays finite and tends to 0, so exp(-|x|) * i0(x) gave inf * 0 = nan there (and at inf). From
+    # |x| = 80 on, the asymptotic series 1 / sqrt(2 pi a) * sum_k ((2k-1)!!)^2 / (k! 8^k a^k), 9 terms,
+    # is within an ulp of float64's i0e (checked against scipy.special.i0e at 80, 100, 700 and 1e4).
+    a = tl.abs(x)
+    r = 1.0 / a
+    s = 6.074042001273483 * r + 1.7277275025844574
+    s = s * r + 0.5725014209747314
+    s = s * r + 0.22710800170898438
+    s = s * r + 0.112152099609375
+    s = s * r + 0.0732421875
+    s = s * r + 0.0703125
+    s = s * r + 0.125
+    s = s * r + 1.0
+    large = s / libdevice.sqrt(6.283185307179586 * a)
+    return tl.where(a < 80.0, libdevice.exp(-a) * libdevice.cyl_bessel_i0(a), large)
+
+
+@triton.jit
 def xlogy(x, y):
     r = tl.where(x == 0, tl.full(x.shape, 0.0, x.dtype), x * libdevice.log(y))
     return tl.where(y != y, y, r)

@@ -327,6 +327,10 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
             "lgamma",
         ]
     ),
+    # Modified Bessel functions of the first kind (Kaiser windows, von Mises distributions): libdevice's.
+    _op("i0", "default", UNARY, _libdevice("cyl_bessel_i0")),
+    _op("special_i1", "default", UNARY, _libdevice("cyl_bessel_i1")),
+    _op("special_i0e", "default", UNARY, _lib("i0e")),
     _op("abs", "default", UNARY, lambda x: f"tl.abs({x})"),
     _op("neg", "default", UNARY, _lib("neg")),
     _op("reciprocal", "default", UNARY, lambda x: f"1.0 / {x}"),

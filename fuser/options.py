@@ -15,6 +15,26 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "0").lower() not in ("", "0", "false", "no")
 
 
+UNVALIDATED_CHOICES = ("eager", "fuse")
+# Options that take one of a few strings; every other option takes a bool.
+CHOICES = {"unvalidated": UNVALIDATED_CHOICES}
+
+
+def _env_choice(name: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, "") or choices[0]
+    if value not in choices:
+        raise ValueError(f"fuser: {name}={value!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def _check(name: str, value: Any) -> None:
+    if name in CHOICES:
+        if value not in CHOICES[name]:
+            raise TypeError(f"fuser: option {name} takes one of {', '.join(CHOICES[name])}, got {value!r}")
+    elif not isinstance(value, bool):
+        raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Options:
     # Raise when a kernel fails to generate or launch, instead of running its nodes eagerly.
@@ -30,6 +50,10 @@ class Options:
     # (Triton's interpreter), off for CUDA until a recorded GPU run validates it (docs/design.md);
     # FUSER_HORIZONTAL=1 or 0 sets it everywhere.
     horizontal: bool | None = None
+    # What happens to an op the validation manifest does not enable on this architecture
+    # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
+    # purpose, while developing or validating a lowering. FUSER_UNVALIDATED sets the default.
+    unvalidated: str = "eager"
 
     def horizontal_for(self, example_inputs: list[Any]) -> bool:
         """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
@@ -48,13 +72,13 @@ class Options:
                 f"fuser: unknown option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}"
             )
         for name, value in options.items():
-            if not isinstance(value, bool):
-                raise TypeError(f"fuser: option {name} takes a bool, got {value!r}")
+            _check(name, value)
         defaults = {
             "strict": _env_flag("FUSER_STRICT"),
             "log": _env_flag("FUSER_LOG"),
             "fuse": True,
             "horizontal": {"1": True, "0": False}.get(os.environ.get("FUSER_HORIZONTAL", "")),
+            "unvalidated": _env_choice("FUSER_UNVALIDATED", UNVALIDATED_CHOICES),
         }
         chosen = cls(**(defaults | options))
         if chosen.log:

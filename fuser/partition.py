@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -29,6 +30,8 @@ from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_o
 from fuser.shapes import same_shape
 
 log = logging.getLogger("fuser")
+
+Gate = Callable[[fx.Node], str | None]
 
 
 @dataclass
@@ -90,12 +93,14 @@ def _is_view(node: fx.Node) -> bool:
     return node.target in VIEW_BY_OVERLOAD
 
 
-def _fusible_nodes(graph: fx.Graph, fallbacks: list) -> set[fx.Node]:
+def _fusible_nodes(graph: fx.Graph, fallbacks: list, gate: Gate | None) -> set[fx.Node]:
     fusible = set()
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         reason = lowering_obstacle(node)
+        if reason is None and gate is not None:
+            reason = gate(node)
         if reason is None:
             fusible.add(node)
         elif isinstance(node.target, torch._ops.OpOverload):
@@ -270,11 +275,14 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
     return scheduled
 
 
-def partition(graph: fx.Graph, fuse: bool = True, stored: frozenset[fx.Node] = frozenset()) -> Plan:
+def partition(
+    graph: fx.Graph, fuse: bool = True, stored: frozenset[fx.Node] = frozenset(), gate: Gate | None = None
+) -> Plan:
     """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel.
-    Nodes in `stored` end their kernel: it stores them, and their consumers load them."""
+    Nodes in `stored` end their kernel: it stores them, and their consumers load them. `gate` may keep a
+    lowerable node eager, saying why (the validation manifest: `fuser.validation.node_obstacle`)."""
     fallbacks: list[tuple[fx.Node, str]] = []
-    fusible = _fusible_nodes(graph, fallbacks)
+    fusible = _fusible_nodes(graph, fallbacks, gate)
     if not fuse:
         fusible = {n for n in fusible if not _is_view(n)}
     materialized = _settle_views(graph, fusible) if fuse else set(fusible)

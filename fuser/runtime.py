@@ -66,12 +66,14 @@ def gpu_compile_options() -> dict[str, Any]:
 
 @functools.cache
 def _kernel_dir() -> Path:
-    """Where generated kernels are written: FUSER_KERNEL_DIR if set (to keep them), else a temp dir."""
-    chosen = os.environ.get("FUSER_KERNEL_DIR")
-    if chosen:
-        Path(chosen).mkdir(parents=True, exist_ok=True)
-        return Path(chosen)
-    return Path(tempfile.mkdtemp(prefix="fuser-kernels-"))
+    """Where generated kernels are written: FUSER_KERNEL_DIR if set, else one folder per user shared by
+    every process and run (a kernel's file is named by the hash of its body, so equal kernels share a
+    file; a folder per process left thousands of files behind, issue 14)."""
+    chosen = Path(
+        os.environ.get("FUSER_KERNEL_DIR") or Path(tempfile.gettempdir()) / f"fuser-kernels-{os.getuid()}"
+    )
+    chosen.mkdir(parents=True, exist_ok=True)
+    return chosen
 
 
 def _load_module(path: Path) -> types.ModuleType:
@@ -130,8 +132,11 @@ def load_kernel(source: KernelSource, interpreted: bool, counted: bool = True) -
 
 
 def _load_kernel(source: KernelSource, interpreted: bool) -> Callable:
-    path = _kernel_dir() / f"{source.name}_{source.cache_key[:16]}.py"
-    path.write_text(source.source)
+    path = _kernel_dir() / f"{source.name}_{source.cache_key[:32]}.py"
+    if not path.exists():  # written by another process or run: the same body (its header may differ)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(source.source)
+        partial.replace(path)  # atomic: a concurrent reader sees the whole file or none
     module = _load_module(path)
     jit_fn = getattr(module, source.name)
     if not interpreted:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,10 @@ import fuser
 
 
 def compile_with_fuser(program: Callable) -> Callable:
+    # The gate measures the fuser's kernels whether or not the validation manifest enables them on this
+    # arch yet (no sm_90 manifest exists; docs/validation.md): it opts in on purpose, through the
+    # environment, which a base tree older than the manifest ignores.
+    os.environ["FUSER_UNVALIDATED"] = "fuse"
     return fuser.compile(program, dynamic=False)
 
 

@@ -14,6 +14,11 @@ import torch
 import fuser
 
 os.environ.setdefault("FUSER_STRICT", "1")
+# These tests check what the fuser's kernels compute and how many there are, so they fuse every lowered
+# op whether or not the cpu manifest (fuser/manifest/cpu.toml) validates it yet: an explicit opt-in,
+# until the manifest covers every lowered op (docs/validation.md). tests/fuser/test_validation_gate.py
+# tests the gate itself with the opt-in off.
+os.environ.setdefault("FUSER_UNVALIDATED", "fuse")
 
 DEVICE = os.environ.get("FUSER_TEST_DEVICE", "cpu")
 

@@ -1,0 +1,357 @@
+"""Validate ops before fusion is enabled for them: `python -m conformance.validate <op> [<op> ...]`.
+
+For each op, runs its full conformance on this machine's architecture — every supported dtype, every
+fusion context, forward and backward, the full tier's samples — through the real pytest plugin (one
+pytest process per op, the op's lowering forced on with FUSER_UNVALIDATED=fuse), prints a verdict
+table, and writes the op's manifest entry only if every case passed or is a ledgered expected
+failure. A dtype with an expected failure is left out of the entry (not validated); any other
+failure writes nothing, prints each failing case with its rerun command, and makes the exit status 1.
+
+`--all-unvalidated` validates every op the fuser lowers that has no fresh entry (none, or stale).
+Progress is recorded (`--progress`), so a rerun after an interruption continues where it stopped
+and does not retry an op that failed at the same lowering (`--retry-failed` does).
+`--backend B` validates another torch.compile backend: its manifest goes to `--manifest-dir`
+(reports/validate/<backend> unless told), in the same format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from conformance import report
+from conformance.caseid import DTYPES
+from conformance.catalog import SPECS
+from conformance.plugin import cases, rerun_command
+from fuser import lowerings, validation
+
+ROOT = Path(__file__).resolve().parent.parent
+# Ops the fuser lowers that no user calls directly: the conformance ops whose graphs reach them
+# (checked: var's forward and backward graphs hold all three).
+PROXIES = {
+    "prims.var.default": ("aten.var.correction",),
+    "prims.sum.default": ("aten.var.correction",),
+    "prims.broadcast_in_dim.default": ("aten.var.correction",),
+}
+
+
+def specs_for(op: str) -> tuple[str, ...]:
+    """The conformance ops whose cases validate `op`."""
+    if op in PROXIES:
+        return PROXIES[op]
+    if op in SPECS:
+        return (op,)
+    raise SystemExit(f"validate: unknown op {op!r}: no conformance spec (see conformance.catalog.SPECS)")
+
+
+def expected_cases(op: str, backend: str, device: str) -> int:
+    """How many cases validating `op` runs here: the full tier of each of its specs."""
+    return sum(len(cases(s, "full", backend, device)) for s in specs_for(op))
+
+
+def arch_for(device: str) -> str:
+    return validation.arch_of(torch.device(device))
+
+
+@dataclass
+class Verdict:
+    op: str
+    cases: int
+    passed_dtypes: tuple[str, ...]  # every case passed
+    expected_dtypes: tuple[str, ...]  # a ledgered expected failure: not validated
+    failures: list[tuple[str, str, str]]  # (case id, outcome, rerun command)
+    seconds: float
+    eager_dtypes: tuple[str, ...] = ()  # passed, but the fuser ran the op eagerly: not validated
+    outcome: str = ""  # validated | failed | nothing validated (no dtype to write)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.cases > 0
+
+
+def run_op(op: str, backend: str, device: str, log_dir: Path) -> Verdict:
+    """The op's full conformance through the pytest plugin, in a fresh process."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="validate-") as report_dir:
+        command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
+        command += ["-p", "no:xdist", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
+        command += ["--backend", backend, "--device", device, "--conformance-report", report_dir]
+        for spec in specs_for(op):
+            command += ["--op", spec]
+        env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
+        log_path = log_dir / f"{op}.log"
+        with log_path.open("w") as log:
+            subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        reports = list(Path(report_dir).glob("*.json"))
+        results = json.loads(reports[0].read_text())["cases"] if reports else []
+    by_dtype: dict[str, set[str]] = defaultdict(set)
+    failures = []
+    for result in map(report.case_from_json, results):
+        by_dtype[result.key.dtype].add(result.outcome)
+        if result.outcome not in ("passed", "xfailed"):
+            failures.append((result.key.test_id, result.outcome, rerun_command(result.key, "full")))
+    if not results:
+        failures.append((op, "no result", f"see {log_path}"))
+    return Verdict(
+        op=op,
+        cases=len(results),
+        passed_dtypes=tuple(d for d in DTYPES if by_dtype.get(d) == {"passed"}),
+        expected_dtypes=tuple(d for d in DTYPES if "xfailed" in by_dtype.get(d, ())),
+        failures=failures,
+        seconds=time.monotonic() - started,
+    )
+
+
+def ran_eagerly(op: str, dtypes: tuple[str, ...], device: str) -> list[str]:
+    """The dtypes in which the fuser left `op` itself eager (a case that passes so passes vacuously):
+    one eager-accepted sample per dtype, compiled with `fuser.explain` (the fuser's public report)."""
+    import fuser
+    from conformance.runner import Program, expect, fresh_inputs, on_device
+    from conformance.samples import iter_samples
+
+    if op in PROXIES:
+        return []  # reached through its proxies' decompositions; not called directly
+    # A view of a graph input stays an eager alias by design (it copies nothing): a view's lowering is
+    # used where its input is computed in a kernel, as in the `producer` context.
+    context = "producer" if lowerings.lowerings()[op].kind == "view" else "alone"
+    spec, eager = SPECS[op], []
+    for dtype in dtypes:
+        for sample in iter_samples(spec, dtype, "quick"):
+            sample = on_device(sample, device)
+            try:
+                expect(spec, context, sample, False, 0)
+            except Exception:
+                continue
+            program = Program(spec, context, [sample])
+            torch._dynamo.reset()
+            report = fuser.explain(
+                program.function(), *fresh_inputs(program.inputs), fuser_options={"unvalidated": "fuse"}
+            )
+            if op in report.eager_calls or report.num_kernels == 0:
+                eager.append(dtype)
+            break
+    torch._dynamo.reset()
+    return eager
+
+
+# --- the manifest file --------------------------------------------------------------------------------
+
+HEADER = """\
+# The ops the {backend} backend may fuse on {arch}, each for the dtypes validated here. Written by
+# `nox -s validate -- <op>` (python -m conformance.validate): review it as a diff, never edit it by hand
+# (CI checks every entry's fingerprint and case count). docs/validation.md explains the fields.
+"""
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def commit_id() -> str:
+    """HEAD's short hash; '+dirty' when the fuser's sources (not its manifests) differ from it."""
+    head = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("+dirty" if _git("status", "--porcelain", "--", "fuser/", ":!fuser/manifest") else "")
+
+
+def render(entries: dict[str, dict], backend: str, arch: str) -> str:
+    lines = [HEADER.format(backend=backend, arch=arch)]
+    for op in sorted(entries):
+        lines.append("[[op]]")
+        for field, value in entries[op].items():
+            lines.append(f"{field} = {json.dumps(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def read_entries(path: Path, arch: str) -> dict[str, dict]:
+    """The file's entries by op, as written. Read leniently: a long run keeps its process's op table,
+    and another run may meanwhile have validated an op this process does not know; its entry is kept
+    as it is (the fuser's loader and CI check every entry)."""
+    if not path.exists():
+        return {}
+    return {entry["op"]: entry for entry in tomllib.loads(path.read_text()).get("op", [])}
+
+
+def write_entry(path: Path, verdict: Verdict, backend: str, device: str, arch: str) -> dict | None:
+    """Add or replace the op's entry; None (nothing written) when no dtype the backend lowers passed."""
+    dtypes = list(verdict.passed_dtypes)
+    if backend == "fuser":
+        lowered = lowerings.lowerings()[verdict.op].dtypes
+        dtypes = [d for d in dtypes if d in lowered]
+        verdict.eager_dtypes = tuple(ran_eagerly(verdict.op, tuple(dtypes), device))
+        dtypes = [d for d in dtypes if d not in verdict.eager_dtypes]
+    if not dtypes:
+        return None
+    entry = {
+        "op": verdict.op,
+        "arch": arch,
+        "dtypes": dtypes,
+        "torch": torch.__version__.split("+")[0],
+        "triton": _triton_version(),
+        "date": datetime.date.today().isoformat(),
+        "cases": verdict.cases,
+        "commit": commit_id(),
+        "fingerprint": lowerings.fingerprint(verdict.op, arch) if backend == "fuser" else "-",
+    }
+    if device == "cuda":
+        entry["device"] = torch.cuda.get_device_name()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Two validation runs (shards) may finish an op at once: each rewrites the file under a lock.
+    with path.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = read_entries(path, arch) | {verdict.op: entry}
+        temporary = path.with_suffix(".toml.tmp")
+        temporary.write_text(render(entries, backend, arch))
+        temporary.replace(path)
+    return entry
+
+
+def _triton_version() -> str:
+    import triton
+
+    return triton.__version__
+
+
+# --- progress -----------------------------------------------------------------------------------------
+
+
+def load_progress(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_progress(path: Path, progress: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(progress, indent=1, sort_keys=True) + "\n")
+
+
+# --- the command --------------------------------------------------------------------------------------
+
+
+def unvalidated(manifest: Path, arch: str) -> list[str]:
+    entries = read_entries(manifest, arch)
+    return [
+        op
+        for op in lowerings.lowerings()
+        if op not in entries or entries[op]["fingerprint"] != lowerings.fingerprint(op, arch)
+    ]
+
+
+def table(verdicts: list[Verdict]) -> str:
+    rows = [
+        "| op | cases | verdict | dtypes passed | expected failures (not validated) | ran eagerly | time |"
+    ]
+    rows.append("| --- | ---: | --- | --- | --- | --- | ---: |")
+    for v in verdicts:
+        rows.append(
+            f"| {v.op} | {v.cases} | {v.outcome.replace('failed', 'FAILED')} | {', '.join(v.passed_dtypes) or '-'} | "
+            f"{', '.join(v.expected_dtypes) or '-'} | {', '.join(v.eager_dtypes) or '-'} | {v.seconds:.0f} s |"
+        )
+    return "\n".join(rows)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.validate", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("ops", nargs="*", help="aten overloads, e.g. aten.add.Tensor")
+    parser.add_argument("--all-unvalidated", action="store_true", help="every lowered op with no fresh entry")
+    parser.add_argument("--backend", default="fuser")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--manifest-dir", type=Path, default=None)
+    parser.add_argument("--progress", type=Path, default=None, help="resume file (default under reports/)")
+    parser.add_argument("--retry-failed", action="store_true", help="retry ops that failed before")
+    parser.add_argument("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops")
+    parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
+    args = parser.parse_args(argv)
+    if bool(args.ops) == args.all_unvalidated:
+        parser.error("name the ops to validate, or give --all-unvalidated (not both)")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine has no CUDA device")
+    if args.all_unvalidated and args.backend != "fuser":
+        parser.error("--all-unvalidated lists the fuser's lowered ops; name the ops for another backend")
+    for op in args.ops:
+        specs_for(op)
+    if args.shard is not None:
+        k, _, n = args.shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            parser.error(f"--shard {args.shard!r}: expected K/N with 1 <= K <= N, e.g. 2/3")
+        args.shard = (int(k), int(n))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    arch = arch_for(args.device)
+    directory = args.manifest_dir or (
+        validation.MANIFEST_DIR if args.backend == "fuser" else ROOT / "reports" / "validate" / args.backend
+    )
+    manifest = validation.manifest_path(arch, directory)
+    shard = f"-shard{args.shard[0]}of{args.shard[1]}" if args.shard else ""
+    progress_path = (
+        args.progress or ROOT / "reports" / "validate" / f"progress-{args.backend}-{arch}{shard}.json"
+    )
+    progress = load_progress(progress_path)
+    ops = unvalidated(manifest, arch) if args.all_unvalidated else list(args.ops)
+    if args.shard:  # sessions or machines share the work; each resumes from its own progress
+        k, n = args.shard
+        ops = ops[k - 1 :: n]
+    args.logs.mkdir(parents=True, exist_ok=True)
+    verdicts, skipped = [], []
+    for number, op in enumerate(ops, 1):
+        fingerprint = lowerings.fingerprint(op, arch) if args.backend == "fuser" else "-"
+        before = progress.get(op, {})
+        if args.all_unvalidated and not args.retry_failed and before.get("fingerprint") == fingerprint:
+            skipped.append(op)  # failed (or validated nothing) at this lowering already
+            continue
+        print(f"[{number}/{len(ops)}] {op} ...", flush=True)
+        verdict = run_op(op, args.backend, args.device, args.logs)
+        verdicts.append(verdict)
+        entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
+        verdict.outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
+        print(f"    {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s", flush=True)
+        progress[op] = {
+            "outcome": verdict.outcome,
+            "fingerprint": fingerprint,
+            "cases": verdict.cases,
+            "seconds": round(verdict.seconds, 1),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        save_progress(progress_path, progress)
+    if skipped:
+        print(
+            f"skipped {len(skipped)} op(s) that failed before at the same lowering (--retry-failed): "
+            + ", ".join(skipped)
+        )
+    print()
+    print(table(verdicts))
+    failed = [v for v in verdicts if v.failures]
+    for v in failed:
+        print(f"\n{v.op}: nothing written; failing cases (log: {args.logs / (v.op + '.log')}):")
+        for case, outcome, command in v.failures:
+            print(f"  {case}: {outcome}\n    rerun: {command}")
+    written = [v for v in verdicts if v.outcome == "validated"]
+    if written:
+        print(f"\nwrote {len(written)} entr{'y' if len(written) == 1 else 'ies'} to {manifest}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

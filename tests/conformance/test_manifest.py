@@ -1,0 +1,105 @@
+"""CI's checks of the validation manifests (fuser/manifest/<arch>.toml): schema-valid, every entry fresh
+(its lowering unchanged since it was validated), every case count what validating the op here runs,
+no entry for an op that no longer exists, and no op fused on cpu without an entry. That every op the
+cpu manifest enables still passes is the conformance quick tier's job (`nox -s conformance`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import fuser
+from conformance import manifest_check
+from fuser import validation
+from fuser.lowerings import fingerprint, lowerings
+
+CPU = validation.manifest_path("cpu")
+
+
+def test_the_committed_manifests_are_schema_valid_fresh_and_counted():
+    paths = sorted(validation.MANIFEST_DIR.glob("*.toml"))
+    assert CPU in paths
+    found = [problem for path in paths for problem in manifest_check.problems(path)]
+    assert not found, "\n".join(found)
+
+
+def test_no_op_is_fused_on_cpu_without_an_entry(tmp_path, monkeypatch):
+    """The gate is on by default (CI does not opt in), and it follows the committed manifest: an op
+    without an entry runs eagerly; one with an entry is fused."""
+    monkeypatch.delenv("FUSER_UNVALIDATED", raising=False)
+    assert fuser.Options.from_dict({}).unvalidated == "eager"
+    manifest = validation.load("cpu")
+    assert manifest is not None and "aten.neg.default" in manifest.entries
+    assert set(manifest.entries) <= set(lowerings())
+    text = CPU.read_text()
+    without = re.sub(r'\[\[op\]\]\nop = "aten\.neg\.default"\n(?:[^\n]+\n)*', "", text)
+    assert without != text
+    (tmp_path / "cpu.toml").write_text(without)
+    monkeypatch.setattr(validation, "MANIFEST_DIR", tmp_path)
+    validation.reload()
+    try:
+        report = fuser.explain(lambda x: -x, torch.randn(8))
+        assert report.num_kernels == 0
+        assert report.fallbacks[0][0] == "aten.neg.default"
+    finally:
+        validation.reload()
+
+
+ENTRY = """\
+[[op]]
+op = "aten.neg.default"
+arch = "cpu"
+dtypes = ["float32"]
+torch = "2.13.0"
+triton = "3.9.0"
+date = "2026-11-25"
+cases = {cases}
+commit = "{commit}"
+fingerprint = "{fingerprint}"
+"""
+
+
+def _write(tmp_path: Path, cases=65, commit="483cb1e", fingerprint_=None, extra="") -> Path:
+    path = tmp_path / "cpu.toml"
+    fields = {
+        "cases": cases,
+        "commit": commit,
+        "fingerprint": fingerprint_ or fingerprint("aten.neg.default", "cpu"),
+    }
+    path.write_text("# header\n\n" + ENTRY.format(**fields) + extra)
+    return path
+
+
+def test_a_good_entry_passes(tmp_path):
+    assert manifest_check.problems(_write(tmp_path)) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"cases": 66}, r"cpu.toml:3: aten.neg.default: cases = 66, but validating it here runs 65 cases"),
+        ({"fingerprint_": "0123456789abcdef"}, r"cpu.toml:3: aten.neg.default: stale: the lowering changed"),
+        ({"commit": "main"}, r"cpu.toml:3: commit: 'main' does not match"),
+        ({"fingerprint_": "xyz"}, r"cpu.toml:3: fingerprint: 'xyz' does not match"),
+        ({"extra": 'colour = "red"\n'}, r"cpu.toml:3: entry: Additional properties are not allowed"),
+        (
+            {"extra": '[[op]]\nop = "aten.gone.default"\n'},
+            r"cpu.toml:13: entry: 'arch' is a required property",
+        ),
+    ],
+    ids=["hand-edited-cases", "stale", "commit", "fingerprint", "unknown-field", "second-entry-incomplete"],
+)
+def test_a_bad_entry_is_reported_with_file_and_line(tmp_path, kwargs, message):
+    found = manifest_check.problems(_write(tmp_path, **kwargs))
+    assert any(re.search(message, problem) for problem in found), found
+
+
+def test_an_op_that_no_longer_exists_is_reported(tmp_path):
+    path = _write(tmp_path)
+    path.write_text(path.read_text().replace("aten.neg.default", "aten.negative_old.default"))
+    (problem,) = manifest_check.problems(path)
+    assert re.search(r"cpu.toml:3: unknown op 'aten.negative_old.default'", problem)

@@ -1,0 +1,144 @@
+"""The validation command's decisions: what it writes, what it refuses, how it resumes.
+
+Running an op's full tier takes minutes on CI's two cores, so these tests give `main` the verdicts a
+run would produce (`run_op` replaced) and check what it does with them; the real runs are the
+bootstrap of fuser/manifest/cpu.toml (docs/validation.md). `ran_eagerly` is checked for real.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance import validate
+from fuser import validation
+from fuser.lowerings import fingerprint
+
+
+def verdict(op="aten.neg.default", cases=65, passed=("float32", "int64"), expected=(), failures=()):
+    return validate.Verdict(op, cases, tuple(passed), tuple(expected), list(failures), 1.0)
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    """Run `main` on `verdicts` (by op); returns (exit status, stdout, manifest text or None, progress)."""
+    monkeypatch.setattr(validate, "ran_eagerly", lambda op, dtypes, device: [])
+
+    def go(verdicts: dict, *argv: str, capsys=None):
+        calls = []
+
+        def run_op(op, backend, device, log_dir):
+            calls.append(op)
+            return verdicts[op]
+
+        monkeypatch.setattr(validate, "run_op", run_op)
+        options = ["--manifest-dir", str(tmp_path), "--progress", str(tmp_path / "progress.json")]
+        status = validate.main([*argv, *options, "--logs", str(tmp_path / "logs")])
+        manifest = tmp_path / "cpu.toml"
+        return status, calls, manifest.read_text() if manifest.exists() else None
+
+    return go
+
+
+def test_a_passing_op_gets_an_entry_the_fuser_reads(run, tmp_path):
+    status, _, _ = run({"aten.neg.default": verdict()}, "aten.neg.default")
+    assert status == 0
+    entry = validation.load("cpu", tmp_path).entries["aten.neg.default"]
+    assert entry.dtypes == ("float32", "int64") and entry.cases == 65 and entry.fresh
+    assert entry.fingerprint == fingerprint("aten.neg.default", "cpu")
+
+
+def test_a_failure_writes_nothing_and_prints_the_rerun_command(run, capsys):
+    failing = verdict(
+        failures=[("aten.neg.default-int8-alone-fwd", "failed", "nox -s conformance -- --op x")]
+    )
+    status, _, text = run({"aten.neg.default": failing}, "aten.neg.default")
+    out = capsys.readouterr().out
+    assert status == 1 and text is None
+    assert "aten.neg.default-int8-alone-fwd: failed" in out and "rerun: nox -s conformance -- --op x" in out
+    assert "| aten.neg.default | 65 | FAILED |" in out
+
+
+def test_expected_failures_are_not_validated(run, tmp_path, capsys):
+    status, _, _ = run(
+        {"aten.neg.default": verdict(passed=("float32",), expected=("float16",))}, "aten.neg.default"
+    )
+    assert status == 0
+    assert validation.load("cpu", tmp_path).entries["aten.neg.default"].dtypes == ("float32",)
+    assert "| float16 |" in capsys.readouterr().out
+
+
+def test_dtypes_the_fuser_does_not_lower_are_left_out(run, tmp_path):
+    # bitwise_not is lowered for integers and bool only: a passing float case ran eagerly.
+    op = "aten.bitwise_not.default"
+    run({op: verdict(op=op, passed=("float32", "int32"))}, op)
+    assert validation.load("cpu", tmp_path).entries[op].dtypes == ("int32",)
+
+
+def test_all_unvalidated_resumes_and_skips_what_failed_at_the_same_lowering(run, tmp_path, monkeypatch):
+    real = validate.lowerings.lowerings()
+    two = {op: real[op] for op in ("aten.neg.default", "aten.exp.default")}
+    monkeypatch.setattr(validate.lowerings, "lowerings", lambda: two)
+    failing = verdict(op="aten.exp.default", failures=[("x", "failed", "cmd")])
+    verdicts = {"aten.neg.default": verdict(), "aten.exp.default": failing}
+    status, calls, _ = run(verdicts, "--all-unvalidated")
+    assert status == 1 and sorted(calls) == ["aten.exp.default", "aten.neg.default"]
+    progress = json.loads((tmp_path / "progress.json").read_text())
+    assert progress["aten.exp.default"]["outcome"] == "failed"
+    status, calls, _ = run(verdicts, "--all-unvalidated")  # neg has its entry; exp failed at this lowering
+    assert status == 0 and calls == []
+    status, calls, _ = run(verdicts, "--all-unvalidated", "--retry-failed")
+    assert calls == ["aten.exp.default"]
+
+
+def test_shards_split_the_ops(run):
+    verdicts = {op: verdict(op=op) for op in ("aten.neg.default", "aten.exp.default", "aten.abs.default")}
+    ops = list(verdicts)
+    _, first, _ = run(verdicts, *ops, "--shard", "1/2")
+    _, second, _ = run(verdicts, *ops, "--shard", "2/2")
+    assert first == ["aten.neg.default", "aten.abs.default"] and second == ["aten.exp.default"]
+
+
+def test_bad_arguments_are_clear_errors(capsys):
+    with pytest.raises(SystemExit, match=r"unknown op 'aten\.nosuch\.default'"):
+        validate.main(["aten.nosuch.default"])
+    with pytest.raises(SystemExit):
+        validate.main([])
+    assert "name the ops to validate, or give --all-unvalidated" in capsys.readouterr().err
+
+
+def test_ran_eagerly_sees_an_op_the_fuser_leaves_eager(monkeypatch):
+    from fuser import partition
+
+    assert validate.ran_eagerly("aten.neg.default", ("float32",), "cpu") == []
+    # a view of an input is an eager alias by design: views are judged where a kernel computes the input
+    assert validate.ran_eagerly("aten.unsqueeze.default", ("float32",), "cpu") == []
+    original = partition.lowering_obstacle
+    monkeypatch.setattr(
+        partition,
+        "lowering_obstacle",
+        lambda node: "planted" if str(node.target) == "aten.neg.default" else original(node),
+    )
+    assert validate.ran_eagerly("aten.neg.default", ("int64",), "cpu") == ["int64"]
+
+
+def test_backward_cases_only_where_eager_has_a_backward():
+    # Eager's CPU i1 has no Half or BFloat16 backward: such cases could only fail ("no sample ran").
+    from conformance.plugin import cases
+
+    keys = cases("aten.special_i1.default", "full", "fuser", "cpu")
+    backward = {k.dtype for k in keys if k.direction == "bwd"}
+    assert backward == {"float32", "float64"}
+    assert {"float16", "bfloat16"} <= {k.dtype for k in keys if k.direction == "fwd"}
+    assert validate.expected_cases("aten.special_i1.default", "fuser", "cpu") == len(keys) == 60
+
+
+def test_an_op_the_fuser_ran_eagerly_is_not_validated(run, monkeypatch, capsys):
+    monkeypatch.setattr(validate, "ran_eagerly", lambda op, dtypes, device: list(dtypes))
+    status, _, text = run({"aten.neg.default": verdict()}, "aten.neg.default")
+    assert status == 0 and text is None
+    assert (
+        "| aten.neg.default | 65 | nothing validated | float32, int64 | - | float32, int64 |"
+        in capsys.readouterr().out
+    )
