@@ -31,7 +31,7 @@ from perfgate.workloads import WORKLOADS
 COUNTS = ["gate", "--tier", "cpu", "--counts-only", "--workload", "pointwise_chain"]
 COMPILE_RETURN = "    return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)\n"
 PLANTS = {
-    "unfused": ("fuser/options.py", '"fuse": True}', '"fuse": False}'),
+    "unfused": ("fuser/options.py", '"fuse": True,', '"fuse": False,'),
     "broken": (
         "fuser/__init__.py",
         COMPILE_RETURN,
