@@ -23,19 +23,7 @@ SIX = [
     "tail_mask",
     "inplace_reads_own_output",
 ]
-# Not yet met, measured 2026-11-25 (docs/fuzz.md): the ci profile's derandomized draws find the cast
-# but shrink it only to four ops (the rounding shows only at some values, so most smaller programs
-# pass), and meet the in-place read in some draw sequences but not in the current one.
-NOT_YET = {
-    "cast_before_last_op": "found, but shrunk only to 4 ops (pow of two adds, cast to bfloat16)",
-    "inplace_reads_own_output": "not among the ci profile's current draws (found in earlier sequences)",
-}
-PLANTED = [
-    pytest.param(kind, marks=pytest.mark.xfail(reason=NOT_YET[kind], strict=False))
-    if kind in NOT_YET
-    else kind
-    for kind in SIX
-]
+PLANTED = SIX  # all six met since the fuzzer judges a program eager has no backward for on its forward
 
 
 def test_the_six_planted_kinds_exist_and_take_no_argument():
