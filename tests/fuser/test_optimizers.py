@@ -147,3 +147,22 @@ def test_bf16_gradients_of_fp32_parameters_are_refused_by_torch_compile_itself(d
     optimizer.step()  # eager takes it
     with pytest.raises(Exception, match="grad_dtype"):
         torch.compile(optimizer.step, backend="eager")()
+
+
+def test_mixed_dtypes_and_a_non_contiguous_parameter_match_eager(device):
+    # Adam keeps a gradient in its parameter's dtype (eager's foreach lerp rejects bf16 grads of fp32
+    # params), so mixed dtypes are fp32 and bf16 parameters in one optimizer: a group per dtype mix.
+    params = [
+        torch.randn(n).to(device=device, dtype=dtype).requires_grad_()
+        for n, dtype in zip((5, 700, 1, 0, 33), (torch.float32, torch.bfloat16) * 3, strict=False)
+    ]
+    transposed = torch.randn(40, 30).to(device).t().detach().requires_grad_()
+    assert not transposed.is_contiguous()
+    params.append(transposed)
+    assert_matches_eager(
+        lambda params, compiled: torch.optim.AdamW(params, lr=1e-2, amsgrad=True, foreach=True),
+        params,
+        rtol=2e-2,
+        atol=1e-2,
+    )
+    assert transposed.stride() == (1, 30)
