@@ -320,6 +320,11 @@ class Builder:
                     "operand_index", arg_index, builder=self, arg=arg, out_shape=out.shape
                 )
                 name, held = self.value(arg, arg_index)
+                # A 0-dim float32 (or integer) tensor meeting a half-precision one promotes to the half
+                # dtype: eager rounds it to that dtype first, then computes widened (found by the fuzzer).
+                promoted = {Typing.COMMON: common, Typing.OUT: out.dtype}.get(typing)
+                if promoted is not None and meta(arg).dtype != promoted != arithmetic_dtype(promoted):
+                    name, held = self.cast(name, held, promoted), promoted
                 operands.append(self.cast(name, held, want))
             else:
                 operands.append(_constant(arg, want, common if typing is Typing.COMMON else None))

@@ -2,7 +2,7 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 150 examples, no deadline, no example database:
+- `ci`: derandomized (the same programs on every run), 300 examples, no deadline, no example database:
   a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
@@ -29,13 +29,13 @@ from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 150, "derandomize": True, "database": None},
+    "ci": {"max_examples": 300, "derandomize": True, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }
 # Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
 # otherwise try hundreds of candidates (it stops on its own only after five minutes).
-SHRINK_BUDGETS = {"ci": 80, "dev": 300, "nightly": 1000}
+SHRINK_BUDGETS = {"ci": 200, "dev": 300, "nightly": 1000}
 GREEDY_BUDGET = 40  # programs the last, greedy pass compiles at most
 DATABASE = Path(".hypothesis") / "fuzz"
 
