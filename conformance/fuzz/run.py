@@ -36,7 +36,7 @@ PROFILES: dict[str, dict] = {
 # Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
 # otherwise try hundreds of candidates (it stops on its own only after five minutes).
 SHRINK_BUDGETS = {"ci": 200, "dev": 300, "nightly": 1000}
-GREEDY_BUDGET = 40  # programs the last, greedy pass compiles at most
+GREEDY_BUDGET = 80  # programs the last, greedy pass compiles at most
 DATABASE = Path(".hypothesis") / "fuzz"
 
 

@@ -149,6 +149,26 @@ def smaller(program: Program) -> list[Program]:
         if node.views
     ]
     variants += [(inputs[:i] + inputs[i + 1 :], nodes) for i in range(len(inputs)) if len(inputs) > 1]
+    # A node left out where another node must change for the program to keep failing. Its operands: the
+    # nodes after it count back over one value fewer, so a later `sum(v0)` would read another value
+    # unless its reference moves with it. Its views: without the permute that read it back,
+    # `add(v0.reshape(1, 3), v0)` fails only as `add(v0.reshape(3, 1), v0)`.
+    for i in range(len(nodes)):
+        rest = nodes[:i] + nodes[i + 1 :]
+        for j, node in enumerate(rest[i:], start=i):
+            for slot, ref in enumerate(node.refs):
+                if ref > 0:
+                    refs = (*node.refs[:slot], ref - 1, *node.refs[slot + 1 :])
+                    variants.append(
+                        (inputs, (*rest[:j], dataclasses.replace(node, refs=refs), *rest[j + 1 :]))
+                    )
+        for j, node in enumerate(rest):
+            for k, (operand, kind, a, b) in enumerate(node.views):
+                for changed in ((operand, kind, a + 1, b), (operand, kind, a, b + 1)):
+                    views = (*node.views[:k], changed, *node.views[k + 1 :])
+                    variants.append(
+                        (inputs, (*rest[:j], dataclasses.replace(node, views=views), *rest[j + 1 :]))
+                    )
     found = [resolve(base, list(i), list(n), program.seed, vocab) for i, n in variants]
     return sorted((p for p in found if p is not None and _size(p) < _size(program)), key=_size)
 
