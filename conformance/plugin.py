@@ -258,7 +258,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     samples = int(properties.get("samples", 0))
     ulps = properties.get("ulps")
     ulps = tuple(ulps) if ulps is not None else None
-    config_results().append(report_module_result(key, outcome, report.duration, samples, message, ulps))
+    left_eager = str(properties.get("left_eager", ""))
+    config_results().append(
+        report_module_result(key, outcome, report.duration, samples, message, ulps, left_eager)
+    )
 
 
 _RESULTS: list = []
@@ -269,10 +272,22 @@ def config_results() -> list:
 
 
 def report_module_result(
-    key: CaseKey, outcome: str, duration: float, samples: int, message: str, ulps: tuple | None = None
+    key: CaseKey,
+    outcome: str,
+    duration: float,
+    samples: int,
+    message: str,
+    ulps: tuple | None = None,
+    left_eager: str = "",
 ):
     return report.CaseResult(
-        key=key, outcome=outcome, duration_s=duration, samples=samples, message=message, ulps=ulps
+        key=key,
+        outcome=outcome,
+        duration_s=duration,
+        samples=samples,
+        message=message,
+        ulps=ulps,
+        left_eager=left_eager,
     )
 
 

@@ -36,6 +36,7 @@ class CaseResult:
     samples: int = 0  # how many samples the case ran
     message: str = ""  # the failure's first line, or the ledger's reason for an expected failure
     ulps: tuple[float, float] | None = None  # largest error in ulps of scale: (backend, eager), forward
+    left_eager: str = ""  # why the backend ran the op eagerly inside its graph: eager checked against eager
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -58,7 +59,14 @@ def _totals_line(results: Sequence[CaseResult]) -> str:
         f"{count} {'errors' if outcome == 'error' and count != 1 else outcome}"
         for outcome, count in _counts(results).items()
     )
-    return f"{ops} ops, {len(results)} cases: {counts}"
+    line = f"{ops} ops, {len(results)} cases: {counts}"
+    eager = [result for result in results if result.left_eager]
+    if eager:
+        line += (
+            f"; {len(eager)} of them ran the op eagerly inside the backend (eager checked against eager,"
+            f" e.g. {eager[0].key.op}: {eager[0].left_eager})"
+        )
+    return line
 
 
 def _first_line(message: str) -> str:

@@ -23,7 +23,8 @@ import copy
 import importlib
 import itertools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -58,6 +59,22 @@ def backend_function(backend: str) -> Callable:
     return torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
 
 
+@contextmanager
+def backend_reports(backend: str) -> Iterator[list[tuple[str, str]] | None]:
+    """(op, reason) for every node the backend ran eagerly inside the graphs it compiled in this block,
+    for backends that report it — the fuser, through its public `fuser.collecting` — else None. A case
+    whose op ran that way checked eager against eager: it passes, and the report counts it."""
+    if backend != "fuser":
+        yield None
+        return
+    import fuser
+
+    found: list[tuple[str, str]] = []
+    with fuser.collecting() as graphs:
+        yield found
+        found += [fallback for graph in graphs for fallback in graph.fallbacks]
+
+
 def recording(backend: str, received: set, graphs: list | None = None) -> Callable:
     """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
     function of an FX graph), and keeping each graph with its example inputs where asked."""
@@ -81,6 +98,9 @@ class CaseRun:
     ulps: tuple[float, float] | None = None  # the largest (backend, eager) ulps of scale (oracle rule 6)
     notes: list[str] = field(default_factory=list)
     source: str = ""
+    # Why the backend ran the op under test eagerly inside its compiled graph (a backend that reports it:
+    # see `backend_reports`): the case then checked eager against eager. Counted in the report.
+    left_eager: str = ""
 
 
 # --- the program ----------------------------------------------------------------------------------
@@ -354,25 +374,30 @@ def run_case(
     received: set = set()
     compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
     inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
-    try:
-        outputs = quietly(compiled, *inputs)
-        grads = None
-        if backward:
-            flat_outputs, flat_grad_outputs = [], []
-            for expected, output in zip(kept, outputs, strict=True):
-                found = floating_outputs(output)
-                flat_outputs += found
-                flat_grad_outputs += [
-                    g.to(o.dtype) for g, o in zip(expected.grad_outputs, found, strict=True)
-                ]
-            grads = gradients(flat_outputs, inputs, flat_grad_outputs)
-    except Exception as error:
-        raise CompiledProgramError(
-            f"the compiled program raised {type(error).__name__}: {error}\n"
-            f"(eager ran all {len(kept)} samples; program:\n{batch.source})"
-        ) from error
-    finally:
-        torch._dynamo.reset()
+    with backend_reports(backend) as reports:
+        try:
+            outputs = quietly(compiled, *inputs)
+            grads = None
+            if backward:
+                flat_outputs, flat_grad_outputs = [], []
+                for expected, output in zip(kept, outputs, strict=True):
+                    found = floating_outputs(output)
+                    flat_outputs += found
+                    flat_grad_outputs += [
+                        g.to(o.dtype) for g, o in zip(expected.grad_outputs, found, strict=True)
+                    ]
+                grads = gradients(flat_outputs, inputs, flat_grad_outputs)
+        except Exception as error:
+            raise CompiledProgramError(
+                f"the compiled program raised {type(error).__name__}: {error}\n"
+                f"(eager ran all {len(kept)} samples; program:\n{batch.source})"
+            ) from error
+        finally:
+            torch._dynamo.reset()
+    left = [reason for op, reason in (reports or []) if op == spec.op]
+    if left and spec.category != "fallback":  # a fallback op is meant to run eagerly
+        result.left_eager = left[0]
+        result.notes.append(f"the backend ran {spec.op} eagerly: {left[0]}")
 
     if spec.overload not in received and not spec.graph_break_reason:
         result.failures.append(

@@ -26,6 +26,8 @@ def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequ
     record_property("samples", run.samples)
     if run.ulps is not None:
         record_property("ulps", run.ulps)
+    if run.left_eager:
+        record_property("left_eager", run.left_eager)
     if run.failures:
         shown = "\n".join(run.failures[:5])
         more = f"\n... and {len(run.failures) - 5} more samples" if len(run.failures) > 5 else ""

@@ -3,6 +3,7 @@
 torch.compile(fn, backend="fuser")          # registered by entry point, no import needed
 fuser.compile(fn, strict=True)              # the same, with fuser options
 fuser.explain(fn, *args)                    # kernels, their source, and what ran eager
+with fuser.collecting() as graphs: ...      # the same report for graphs compiled in a block
 fuser.counters(); fuser.reset_counters()    # what ran: kernels launched, compiled, extern calls
 fuser.clear_kernel_cache()                  # the next launch of every kernel compiles again
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fuser.explain import ExplainReport, explain
+from fuser.explain import ExplainReport, collecting, explain
 from fuser.metrics import counters, reset_counters
 from fuser.options import Options, show_log
 from fuser.runtime import clear_kernel_cache
@@ -38,6 +39,7 @@ __all__ = [
     "ExplainReport",
     "Options",
     "clear_kernel_cache",
+    "collecting",
     "compile",
     "counters",
     "explain",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,20 +50,28 @@ class ExplainReport:
         return "\n".join(lines)
 
 
+@contextmanager
+def collecting() -> Iterator[list[GraphReport]]:
+    """A report of every graph the fuser compiles in this block, however it was called (graphs compiled
+    in another thread, such as CUDA autograd's, are not seen)."""
+    collected: list[GraphReport] = []
+    token = reports.set(collected)
+    try:
+        yield collected
+    finally:
+        reports.reset(token)
+
+
 def explain(
     fn: Callable, *args: Any, fuser_options: dict[str, Any] | None = None, **kwargs: Any
 ) -> ExplainReport:
     """Compile `fn` with the fuser (and `fuser_options`), call it once, and report every graph it compiled."""
     from fuser.backend import fuser_backend
 
-    collected: list[GraphReport] = []
-    token = reports.set(collected)
-    try:
+    with collecting() as collected:
         # A fresh backend object: Dynamo compiles anew rather than reusing another backend's graphs.
         def backend(graph_module, example_inputs):
             return fuser_backend(graph_module, example_inputs, options=fuser_options)
 
         result = torch.compile(fn, backend=backend)(*args, **kwargs)
-    finally:
-        reports.reset(token)
     return ExplainReport(collected, result)
