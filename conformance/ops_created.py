@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.combine import filled, gathered, masked, mixed, outer
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, shaped_spec
 from conformance.values import DTYPES
 
 ALL = tuple(DTYPES)
@@ -24,16 +24,7 @@ Calls = list[tuple[tuple, dict[str, Any]]]
 def _created(
     op: str, args: Callable, combine: Callable = mixed, *, dtypes: tuple[str, ...] = ALL, **fields
 ) -> OpSpec:
-    return spec(
-        f"aten.{op}",
-        family="shaped",
-        category=fields.pop("category", "created"),
-        args=args,
-        dtypes=dtypes,
-        differentiable=fields.pop("differentiable", True),
-        combine=combine,
-        **fields,
-    )
+    return shaped_spec(op, fields.pop("category", "created"), args, dtypes=dtypes, combine=combine, **fields)
 
 
 def _on(x) -> dict[str, Any]:

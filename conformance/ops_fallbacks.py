@@ -15,22 +15,14 @@ from typing import Any
 
 import torch
 
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, shaped_spec
 from conformance.values import FLOATING
 
 Calls = list[tuple[tuple, dict[str, Any]]]
 
 
 def _fallback(op: str, args: Callable, **fields) -> OpSpec:
-    return spec(
-        f"aten.{op}",
-        family="shaped",
-        category="fallback",
-        args=args,
-        dtypes=FLOATING,
-        differentiable=fields.pop("differentiable", True),
-        **fields,
-    )
+    return shaped_spec(op, "fallback", args, dtypes=FLOATING, **fields)
 
 
 def _image(x: torch.Tensor) -> torch.Tensor | None:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from conformance.ops_shaped import _distinct_indices, _indices, _positions
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, shaped_spec
 from conformance.values import DTYPES, FLOATING
 
 ALL = tuple(DTYPES)
@@ -23,15 +23,7 @@ Calls = list[tuple[tuple, dict[str, Any]]]
 
 
 def _indexing(op: str, args: Callable, *, dtypes: tuple[str, ...] = ALL, **fields) -> OpSpec:
-    return spec(
-        f"aten.{op}",
-        family="shaped",
-        category=fields.pop("category", "indexing"),
-        args=args,
-        dtypes=dtypes,
-        differentiable=fields.pop("differentiable", True),
-        **fields,
-    )
+    return shaped_spec(op, fields.pop("category", "indexing"), args, dtypes=dtypes, **fields)
 
 
 def _rows(x: torch.Tensor, make, count: int, *, distinct: bool, position: int = 1) -> torch.Tensor | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, shaped_spec
 from conformance.values import FLOATING
 
 Calls = list[tuple[tuple, dict[str, Any]]]
@@ -23,15 +23,7 @@ IGNORED = -100  # the default ignore_index
 
 
 def _loss(op: str, args: Callable, *, differentiable: bool = True, **fields) -> OpSpec:
-    return spec(
-        f"aten.{op}",
-        family="shaped",
-        category="loss",
-        args=args,
-        dtypes=FLOATING,
-        differentiable=differentiable,
-        **fields,
-    )
+    return shaped_spec(op, "loss", args, dtypes=FLOATING, differentiable=differentiable, **fields)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, shaped_spec
 from conformance.values import DTYPES, FLOATING
 
 Calls = list[tuple[tuple, dict[str, Any]]]
@@ -28,15 +28,7 @@ P = 0.3  # dropout probability
 
 
 def _random(op: str, args: Callable, check: Callable, *, dtypes=FLOATING, differentiable=False) -> OpSpec:
-    return spec(
-        f"aten.{op}",
-        family="shaped",
-        category="random",
-        args=args,
-        dtypes=dtypes,
-        differentiable=differentiable,
-        check=check,
-    )
+    return shaped_spec(op, "random", args, dtypes=dtypes, differentiable=differentiable, check=check)
 
 
 # --- checks: (sample, compiled output, compiled input gradients or None, gradient outputs) -> problem --

@@ -115,6 +115,28 @@ def resolve(op: str) -> torch._ops.OpOverload:
 FIELDS = {f.name for f in dataclasses.fields(OpSpec)}
 
 
+def shaped_spec(
+    name: str,
+    category: str,
+    args: Callable,
+    *,
+    dtypes: tuple[str, ...] = tuple(DTYPES),
+    differentiable: bool = True,
+    **fields: Any,
+) -> OpSpec:
+    """A spec of the shaped family (views, normalizations, losses, created tensors, indexing, eager
+    fallbacks, random ops) for `aten.<name>`: the constructor their modules share."""
+    return spec(
+        f"aten.{name}",
+        family="shaped",
+        category=category,
+        args=args,
+        dtypes=dtypes,
+        differentiable=differentiable,
+        **fields,
+    )
+
+
 def spec(op: str, **fields: Any) -> OpSpec:
     """Make and check one spec."""
     unknown = set(fields) - FIELDS
