@@ -28,6 +28,7 @@ from conformance import report
 from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
 from conformance.catalog import SPECS, overload_counts
 from conformance.ledger import Ledger
+from conformance.report import CaseResult
 from conformance.runner import has_backward, resolve_backend, supported_dtypes
 from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
 
@@ -259,9 +260,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     ulps = properties.get("ulps")
     ulps = tuple(ulps) if ulps is not None else None
     left_eager = str(properties.get("left_eager", ""))
-    config_results().append(
-        report_module_result(key, outcome, report.duration, samples, message, ulps, left_eager)
-    )
+    config_results().append(CaseResult(key, outcome, report.duration, samples, message, ulps, left_eager))
 
 
 _RESULTS: list = []
@@ -269,26 +268,6 @@ _RESULTS: list = []
 
 def config_results() -> list:
     return _RESULTS
-
-
-def report_module_result(
-    key: CaseKey,
-    outcome: str,
-    duration: float,
-    samples: int,
-    message: str,
-    ulps: tuple | None = None,
-    left_eager: str = "",
-):
-    return report.CaseResult(
-        key=key,
-        outcome=outcome,
-        duration_s=duration,
-        samples=samples,
-        message=message,
-        ulps=ulps,
-        left_eager=left_eager,
-    )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
