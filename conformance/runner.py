@@ -60,19 +60,17 @@ def backend_function(backend: str) -> Callable:
 
 
 @contextmanager
-def backend_reports(backend: str) -> Iterator[list[tuple[str, str]] | None]:
-    """(op, reason) for every node the backend ran eagerly inside the graphs it compiled in this block,
-    for backends that report it — the fuser, through its public `fuser.collecting` — else None. A case
-    whose op ran that way checked eager against eager: it passes, and the report counts it."""
+def backend_reports(backend: str) -> Iterator[list]:
+    """The reports of the graphs the backend compiled in this block, each listing the nodes it ran
+    eagerly as `fallbacks` (op, reason), for backends that give them — the fuser, through its public
+    `fuser.collecting` — else none. A case whose op ran that way checked eager against eager."""
     if backend != "fuser":
-        yield None
+        yield []
         return
     import fuser
 
-    found: list[tuple[str, str]] = []
     with fuser.collecting() as graphs:
-        yield found
-        found += [fallback for graph in graphs for fallback in graph.fallbacks]
+        yield graphs
 
 
 def recording(backend: str, received: set, graphs: list | None = None) -> Callable:
@@ -374,7 +372,7 @@ def run_case(
     received: set = set()
     compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
     inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
-    with backend_reports(backend) as reports:
+    with backend_reports(backend) as graphs:
         try:
             outputs = quietly(compiled, *inputs)
             grads = None
@@ -394,10 +392,9 @@ def run_case(
             ) from error
         finally:
             torch._dynamo.reset()
-    left = [reason for op, reason in (reports or []) if op == spec.op]
+    left = [reason for graph in graphs for op, reason in graph.fallbacks if op == spec.op]
     if left and spec.category != "fallback":  # a fallback op is meant to run eagerly
         result.left_eager = left[0]
-        result.notes.append(f"the backend ran {spec.op} eagerly: {left[0]}")
 
     if spec.overload not in received and not spec.graph_break_reason:
         result.failures.append(
