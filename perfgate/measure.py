@@ -19,6 +19,7 @@ backends have none to read, so None), bytes moved, and instructions per call (`p
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -160,10 +161,15 @@ def host_times_us(step: Step) -> tuple[Sample, Sample]:
     fewest, most = HOST_CALLS
     calls = int(min(most, max(fewest, HOST_BATCH_S / max(time.perf_counter() - started, 1e-7))))
     wall, relative = [], []
-    for _ in range(HOST_BATCHES):
-        step_us = _per_call_us(step, calls)
-        wall.append(step_us)
-        relative.append(step_us / _per_call_us(reference, calls))
+    gc.collect()
+    gc.disable()  # a collection landing in one batch is not the program's cost
+    try:
+        for _ in range(HOST_BATCHES):
+            step_us = _per_call_us(step, calls)
+            wall.append(step_us)
+            relative.append(step_us / _per_call_us(reference, calls))
+    finally:
+        gc.enable()
     return Sample.of(wall), Sample.of(relative)
 
 

@@ -28,14 +28,27 @@ PROCESS_TIMEOUT_S = 1800
 Samples = dict[str, dict[str, list[Sample | None]]]
 
 
+UNPINNED_ENV = "PERFGATE_UNPINNED"
+
+
+def measuring_cpus() -> set[int] | None:
+    """The CPUs every GPU-tier measuring process runs on: the last two this process may use (the first
+    ones take more of the system's interrupts), or None where pinning is off or impossible."""
+    if os.environ.get(UNPINNED_ENV) == "1" or not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    return set(allowed[-2:]) if len(allowed) >= 4 else None
+
+
 def _environment(tree: Tree) -> dict[str, str]:
-    """The tree first on PYTHONPATH; the testing-only slowdowns for head only."""
+    """The tree first on PYTHONPATH; the testing-only slowdowns for head only; one hash seed."""
     env = {k: v for k, v in os.environ.items() if tree.role == "head" or k != planted.ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree.path), os.environ.get("PYTHONPATH")]))
+    env["PYTHONHASHSEED"] = "0"
     return env
 
 
-def _run(command: list[str], tree: Tree) -> tuple[int, str]:
+def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[int, str]:
     process = subprocess.Popen(
         command,
         cwd=tree.path,  # `python -m` puts the working directory first on sys.path: it must be the tree
@@ -45,6 +58,9 @@ def _run(command: list[str], tree: Tree) -> tuple[int, str]:
         text=True,
         start_new_session=True,  # its own process group: valgrind children included, killed together
     )
+    if cpus:  # before the interpreter has started any thread: they all inherit it
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(process.pid, cpus)
     try:
         output, _ = process.communicate(timeout=PROCESS_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -73,6 +89,9 @@ class Rounds:
         self.processes = dict.fromkeys(self.samples, 0)
         self.machine: Machine | None = None
         self.planted: dict[str, list[float]] = {}  # workload -> kernel slowdowns achieved in head
+        self.cpus = measuring_cpus() if spec["tier"] == "gpu" else None
+        if self.cpus:
+            log(f"measuring processes pinned to CPUs {sorted(self.cpus)} (PERFGATE_UNPINNED=1: not pinned)")
 
     def run(self, workloads: list[str]) -> None:
         """One round: a process per tree, each measuring `workloads`."""
@@ -88,7 +107,9 @@ class Rounds:
         )
         spec.write_text(json.dumps(self.spec | {"workloads": workloads}))
         started = time.monotonic()
-        status, output = _run([sys.executable, "-m", "perfgate.worker", str(spec), str(record)], tree)
+        status, output = _run(
+            [sys.executable, "-m", "perfgate.worker", str(spec), str(record)], tree, self.cpus
+        )
         if not record.exists():
             last = (output.strip().splitlines() or ["no output"])[-1]
             raise GateError(f"the {tree.role} tree's measuring process exited {status}: {last}")

@@ -6,6 +6,7 @@ nothing; the tests check that every step runs and writes what it should.
 from __future__ import annotations
 
 import json
+import os
 import time
 import types
 
@@ -102,3 +103,23 @@ def test_a_slowdown_switch_must_name_a_kind_and_a_workload(monkeypatch):
     monkeypatch.setenv(planted.ENV, "slower")
     with pytest.raises(ValueError, match="is not KIND:WORKLOAD"):
         planted.requested("softmax")
+
+
+def test_gpu_measuring_processes_are_pinned_to_two_allowed_cpus_unless_turned_off(monkeypatch):
+    from perfgate import rounds
+
+    allowed = os.sched_getaffinity(0)
+    cpus = rounds.measuring_cpus()
+    if len(allowed) >= 4:
+        assert cpus is not None and len(cpus) == 2 and cpus <= allowed
+    else:
+        assert cpus is None  # too few CPUs to set two aside
+    monkeypatch.setenv(rounds.UNPINNED_ENV, "1")
+    assert rounds.measuring_cpus() is None
+
+
+def test_measuring_processes_hash_alike():
+    from perfgate import rounds
+
+    env = rounds._environment(types.SimpleNamespace(role="base", path="/x"))
+    assert env["PYTHONHASHSEED"] == "0" and env["PYTHONPATH"].startswith("/x")
