@@ -6,9 +6,13 @@
 #   validate   `python -m conformance.validate --device cuda` of the ops the perf gate's workloads use
 #              (tools/workload_ops.py), in $VALIDATE_SHARDS processes writing one manifest under its
 #              lock (issue 14); the manifest and each op's log come back
-#   optim      the optimizer, in-place and horizontal tests on CUDA, and the optimizer-step conformance
-#              programs under the fuser and the default backend (issue 13)
-# JOBS picks jobs (default: all three). Everything lands in $OUT, packed into one archive at the end.
+#   optim      the optimizer, in-place and horizontal tests on CUDA (issue 13)
+#   models     the `models` tier (model blocks and optimizer-step programs) under the fuser and the
+#              default backend (issues 13, 16)
+#   families   the quick tier of the families models lean on (losses, created tensors, indexing, random
+#              ops, extern fallbacks) under the fuser and the default backend, $FAMILY_WORKERS each (issue 16)
+#   fuzz       the fuzzer's `ci` profile against the fuser and the default backend on CUDA (issue 15)
+# JOBS picks jobs (default: zoo validate optim). Everything lands in $OUT, packed into one archive.
 #   OUT=$OUT bash tools/gpu_correctness.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -19,6 +23,7 @@ gpu_setup
 export OMP_NUM_THREADS=2
 versions 2>&1 | tee "$OUT/versions.txt"
 JOBS=${JOBS:-"zoo validate optim"}
+export TORCHINDUCTOR_COMPILE_THREADS=1  # the jobs already fill the CPUs
 left=$((TOTAL_S - SECONDS - 15))
 pids=()
 
@@ -44,32 +49,55 @@ fi
 
 if [[ " $JOBS " == *" validate "* ]]; then
     "$PYTHON" tools/workload_ops.py --device cuda --size gpu_tiny --json >"$OUT/workload-ops.json" 2>"$OUT/workload-ops.log"
-    mapfile -t ops < <("$PYTHON" -c "import json,sys; print('\n'.join(json.load(open(sys.argv[1]))))" "$OUT/workload-ops.json")
-    echo "validate: ${#ops[@]} ops used by the gate workloads: ${ops[*]}"
+    mapfile -t ops < <("$PYTHON" tools/workload_ops.py --device cuda --size gpu_tiny --unvalidated 2>>"$OUT/workload-ops.log")
+    echo "validate: ${#ops[@]} ops used by the gate workloads have no fresh sm_90 entry: ${ops[*]}"
+    # The prims are validated through one conformance op (aten.var.correction): one process runs it once.
+    prims=() others=()
+    for op in "${ops[@]}"; do [[ $op == prims.* ]] && prims+=("$op") || others+=("$op"); done
+    ((${#prims[@]})) && job validate-prims "$PYTHON" -m conformance.validate --device cuda \
+        --progress "$OUT/validate-progress-prims.json" --logs "$OUT/validate-logs" "${prims[@]}"
     shards=${VALIDATE_SHARDS:-8}
+    ((shards > ${#others[@]})) && shards=${#others[@]}
     for k in $(seq 1 "$shards"); do
         job "validate-$k" "$PYTHON" -m conformance.validate --device cuda --shard "$k/$shards" \
-            --logs "$OUT/validate-logs" "${ops[@]}"
+            --progress "$OUT/validate-progress-$k.json" --logs "$OUT/validate-logs" "${others[@]}"
     done
 fi
 
 if [[ " $JOBS " == *" optim "* ]]; then
-    job optim bash -c "
-        FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 $PYTHON -m pytest -q -n 2 -p no:cacheprovider \
-            tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
-        for backend in fuser inductor; do
-            echo \"=== conformance optimizers, \$backend\"
-            FUSER_STRICT=1 $PYTHON -m pytest conformance/test_optimizers.py --device cuda --backend \$backend \
-                -q -p no:cacheprovider -p no:benchmark --conformance-report $OUT/optim-conformance-\$backend
-        done"
+    job optim env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest -q -n 2 -p no:cacheprovider \
+        tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
 fi
+
+for backend in fuser inductor; do
+    if [[ " $JOBS " == *" models "* ]]; then
+        job "models-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_blocks.py \
+            conformance/test_optimizers.py --tier models --device cuda --backend "$backend" -q -rf \
+            -p no:cacheprovider -p no:benchmark --conformance-report "$OUT/models-$backend"
+    fi
+    if [[ " $JOBS " == *" families "* ]]; then
+        mapfile -t family_ops < <("$PYTHON" -c "
+from conformance.catalog import SPECS
+print('\n'.join(op for op, s in SPECS.items() if s.category in ('loss', 'created', 'indexing', 'random', 'fallback')))")
+        job "families-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --device cuda \
+            --backend "$backend" -n "${FAMILY_WORKERS:-5}" -q -rf -p no:cacheprovider -p no:benchmark \
+            --conformance-report "$OUT/families-$backend" "${family_ops[@]/#/--op=}"
+    fi
+    if [[ " $JOBS " == *" fuzz "* ]]; then
+        job "fuzz-$backend" "$PYTHON" -m conformance.fuzz --profile ci --examples "${FUZZ_EXAMPLES:-150}" \
+            --device cuda --backend "$backend" \
+            --out "$OUT/fuzz-$backend"
+    fi
+done
 
 wait "${pids[@]}"
 printf '\n=== jobs ===\n'
 cat "$OUT/steps.txt"
 for f in "$OUT"/zoo-*/zoo-*.md; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done
 grep -h -E "validated|failed|nothing validated|^\| aten|^\| prims" "$OUT"/validate-*.log 2>/dev/null | head -80
-tail -3 "$OUT/optim.log" 2>/dev/null
+for f in "$OUT"/optim.log "$OUT"/models-*.log "$OUT"/families-*.log "$OUT"/fuzz-*.log; do
+    [[ -f $f ]] && { echo "--- $f"; grep -E "^FAILED|passed|failed|found|repro" "$f" | tail -12; }
+done
 cp -r fuser/manifest "$OUT/manifest" 2>/dev/null
 cp -r reports/validate "$OUT/validate-reports" 2>/dev/null
 bundle gpu-correctness

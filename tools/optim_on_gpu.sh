@@ -17,7 +17,7 @@ step tests 150 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest
     tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
 for backend in fuser inductor; do
     step "conformance-$backend" 60 240 env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_optimizers.py \
-        --device cuda --backend "$backend" -q -p no:cacheprovider -p no:benchmark
+        --tier models --device cuda --backend "$backend" -q -p no:cacheprovider -p no:benchmark
 done
 step bench 300 5 "$PYTHON" benchmarks/optimizer_step.py --device cuda --out "$OUT/bench"
 printf '\n=== summary ===\n'

@@ -2,6 +2,7 @@
 architecture (issue 14: "make sure the gate workloads' ops are validated first").
 
     python tools/workload_ops.py --device cuda --size gpu_tiny     # one op a line, sorted
+    python tools/workload_ops.py --device cuda --size gpu_tiny --unvalidated   # those with no fresh entry
 
 Each workload runs once through the fuser with unvalidated ops fused on purpose (FUSER_UNVALIDATED=fuse),
 and the aten ops its kernels cover are collected from `fuser.collecting()`'s reports. With `--json` the
@@ -20,6 +21,7 @@ from collections import defaultdict
 import torch
 
 import fuser
+from fuser import validation
 from perfgate.workloads import SIZES, WORKLOADS, Step
 
 # A kernel's `covers` line: "name = aten.op.overload(args)".
@@ -48,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="cpu_tiny", choices=SIZES)
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS), help="default: all")
     parser.add_argument("--json", action="store_true", help="ops with the workloads that use them")
+    parser.add_argument(
+        "--unvalidated", action="store_true", help="only ops the device's manifest has no fresh entry for"
+    )
     args = parser.parse_args(argv)
     os.environ["FUSER_UNVALIDATED"] = "fuse"
     used_by: dict[str, list[str]] = defaultdict(list)
@@ -58,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     if not used_by:
         print("workload_ops: the fuser made no kernel for these workloads", file=sys.stderr)
         return 1
+    if args.unvalidated:
+        manifest = validation.load(validation.arch_of(torch.device(args.device)))
+        entries = manifest.entries if manifest else {}
+        used_by = {op: w for op, w in used_by.items() if op not in entries or not entries[op].fresh}
     if args.json:
         print(json.dumps(dict(sorted(used_by.items())), indent=1))
     else:

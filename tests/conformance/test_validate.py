@@ -142,3 +142,14 @@ def test_an_op_the_fuser_ran_eagerly_is_not_validated(run, monkeypatch, capsys):
         "| aten.neg.default | 65 | nothing validated | float32, int64 | - | float32, int64 |"
         in capsys.readouterr().out
     )
+
+
+def test_proxies_of_one_conformance_op_run_it_once(run, tmp_path):
+    # prims.sum and prims.var are validated through aten.var.correction's cases: one run serves both.
+    ops = ("prims.sum.default", "prims.var.default")
+    the_run = verdict(op="prims.sum.default", passed=("float32",))
+    status, calls, _ = run({"prims.sum.default": the_run}, *ops)
+    assert status == 0 and calls == ["prims.sum.default"]
+    manifest = validation.load("cpu", tmp_path)
+    assert set(ops) <= set(manifest.entries)
+    assert manifest.entries["prims.var.default"].dtypes == ("float32",)
