@@ -63,7 +63,9 @@ def fuzz(session: nox.Session) -> None:
     """Fuzz whole programs against eager (`-- --examples N --seed S --backend B --device D --profile dev`)."""
     session.install(TORCH)
     session.install("-e", ".[test]")
-    session.run("python", "-m", "conformance.fuzz", *session.posargs, env={"FUSER_STRICT": "1"})
+    # The fuzzer checks lowerings, validated or not (as the conformance session does).
+    env = {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": os.environ.get("FUSER_UNVALIDATED", "fuse")}
+    session.run("python", "-m", "conformance.fuzz", *session.posargs, env=env)
 
 
 @nox.session(default=False)

@@ -112,11 +112,14 @@ def _steps(
     return optimizer
 
 
-def _state(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+def _state(optimizer: torch.optim.Optimizer, device: torch.device | None = None) -> list[torch.Tensor]:
+    """Every state tensor, by parameter and key. A step count is moved to `device` where given: under
+    torch.compile, torch.optim keeps step counts on the parameters' device, where eager keeps a
+    non-capturable optimizer's on the CPU; their values are compared, not where they live."""
     return [
-        value.detach()
+        value.detach().to(device) if key == "step" and device is not None else value.detach()
         for p in optimizer.param_groups[0]["params"]
-        for _, value in sorted(optimizer.state[p].items())
+        for key, value in sorted(optimizer.state[p].items())
         if isinstance(value, torch.Tensor)
     ]
 
@@ -174,7 +177,11 @@ def run_program(program: OptimizerProgram, backend: str, device: str) -> CaseRun
             [p.detach() for p in expected_params],
             reference_params,
         ),
-        "state": (_state(actual), _state(expected), _state(reference)),
+        "state": (
+            _state(actual, torch.device("cpu")),
+            _state(expected, torch.device("cpu")),
+            _state(reference, torch.device("cpu")),
+        ),
     }
     for what, (got, want, wide) in compared.items():
         if len(got) != len(want):

@@ -83,12 +83,14 @@ class Verdict:
         return not self.failures and self.cases > 0
 
 
-def run_op(op: str, backend: str, device: str, log_dir: Path) -> Verdict:
-    """The op's full conformance through the pytest plugin, in a fresh process."""
+def run_op(op: str, backend: str, device: str, log_dir: Path, workers: int = 1) -> Verdict:
+    """The op's full conformance through the pytest plugin, in a fresh process (with `workers` > 1,
+    pytest-xdist spreads its cases: a reduction's full tier takes most of ten minutes on one process)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="validate-") as report_dir:
         command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
-        command += ["-p", "no:xdist", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
+        command += ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
+        command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
         command += ["--backend", backend, "--device", device, "--conformance-report", report_dir]
         for spec in specs_for(op):
             command += ["--op", spec]
@@ -281,6 +283,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--retry-failed", action="store_true", help="retry ops that failed before")
     parser.add_argument("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops")
     parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
+    parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers for each op's cases")
     args = parser.parse_args(argv)
     if bool(args.ops) == args.all_unvalidated:
         parser.error("name the ops to validate, or give --all-unvalidated (not both)")
@@ -329,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         verdict = (
             dataclasses.replace(earlier, op=op, failures=list(earlier.failures))
             if earlier
-            else run_op(op, args.backend, args.device, args.logs)
+            else run_op(op, args.backend, args.device, args.logs, args.workers)
         )
         runs[specs_for(op)] = dataclasses.replace(verdict, failures=list(verdict.failures))
         verdicts.append(verdict)

@@ -54,7 +54,7 @@ if [[ " $JOBS " == *" validate "* ]]; then
     # The prims are validated through one conformance op (aten.var.correction): one process runs it once.
     prims=() others=()
     for op in "${ops[@]}"; do [[ $op == prims.* ]] && prims+=("$op") || others+=("$op"); done
-    ((${#prims[@]})) && job validate-prims "$PYTHON" -m conformance.validate --device cuda \
+    ((${#prims[@]})) && job validate-prims "$PYTHON" -m conformance.validate --device cuda --workers "${PRIMS_WORKERS:-4}" \
         --progress "$OUT/validate-progress-prims.json" --logs "$OUT/validate-logs" "${prims[@]}"
     shards=${VALIDATE_SHARDS:-8}
     ((shards > ${#others[@]})) && shards=${#others[@]}

@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         max_nodes=options.max_nodes,
     )
     print(report.summary())
-    return 1 if report.failure is not None else 0
+    if report.mostly_vacuous:
+        print(
+            f"FAILED: {report.counts['vacuous']} programs compiled nothing against {report.counts['pass']} "
+            "checked: the run proves little (for the fuser, FUSER_UNVALIDATED=fuse fuzzes its lowerings)"
+        )
+    return 1 if report.failure is not None or report.mostly_vacuous else 0
 
 
 if __name__ == "__main__":

@@ -98,6 +98,9 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
         fuser.reset_counters()
     torch._dynamo.utils.counters.clear()
     inputs = fresh_inputs(made, grad=backward)
+    # A fresh Dynamo per program: each program's function is a new code object, and a torch that
+    # wraps it in one shared frame (2.11) stops compiling after its recompile limit (8 programs).
+    torch._dynamo.reset()
     try:
         compiled = torch.compile(function, backend=counting, dynamic=False)
         actual = _quietly(compiled, *inputs)

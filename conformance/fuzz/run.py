@@ -66,6 +66,12 @@ class FuzzReport:
     new_repro: bool = False
     seconds: float = 0.0
 
+    @property
+    def mostly_vacuous(self) -> bool:
+        """More programs compiled nothing than were checked: the run proves little (the backend left
+        its ops eager, or Dynamo stopped compiling), and says so rather than pass."""
+        return self.counts["vacuous"] > self.counts["pass"]
+
     def summary(self) -> str:
         counted = ", ".join(f"{n} {status}" for status, n in sorted(self.counts.items()))
         lines = [

@@ -28,7 +28,7 @@ def run(tmp_path, monkeypatch):
     def go(verdicts: dict, *argv: str, capsys=None):
         calls = []
 
-        def run_op(op, backend, device, log_dir):
+        def run_op(op, backend, device, log_dir, workers=1):
             calls.append(op)
             return verdicts[op]
 
