@@ -113,13 +113,14 @@ def _steps(
 
 
 def _state(optimizer: torch.optim.Optimizer, device: torch.device | None = None) -> list[torch.Tensor]:
-    """Every state tensor, by parameter and key. A step count is moved to `device` where given: under
-    torch.compile, torch.optim keeps step counts on the parameters' device, where eager keeps a
-    non-capturable optimizer's on the CPU; their values are compared, not where they live."""
+    """Every state tensor, by parameter and key. A 0-dim one (a step count, NAdam's mu_product) is moved
+    to `device` where given: under torch.compile, torch.optim keeps them on the parameters' device,
+    where eager keeps a non-capturable optimizer's on the CPU; their values are compared, not where
+    they live."""
     return [
-        value.detach().to(device) if key == "step" and device is not None else value.detach()
+        value.detach().to(device) if value.dim() == 0 and device is not None else value.detach()
         for p in optimizer.param_groups[0]["params"]
-        for key, value in sorted(optimizer.state[p].items())
+        for _, value in sorted(optimizer.state[p].items())
         if isinstance(value, torch.Tensor)
     ]
 
