@@ -78,7 +78,8 @@ for backend in fuser inductor; do
     if [[ " $JOBS " == *" families "* ]]; then
         mapfile -t family_ops < <("$PYTHON" -c "
 from conformance.catalog import SPECS
-print('\n'.join(op for op, s in SPECS.items() if s.category in ('loss', 'created', 'indexing', 'random', 'fallback')))")
+skip = set('${FAMILY_SKIP:-aten.log_sigmoid_forward.default}'.split())  # eager CUDA rejects its every sample
+print('\n'.join(op for op, s in SPECS.items() if s.category in ('loss', 'created', 'indexing', 'random', 'fallback') and op not in skip))")
         job "families-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --device cuda \
             --backend "$backend" -n "${FAMILY_WORKERS:-5}" -q -rf -p no:cacheprovider -p no:benchmark \
             --conformance-report "$OUT/families-$backend" "${family_ops[@]/#/--op=}"
