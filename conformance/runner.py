@@ -574,6 +574,8 @@ def on_device(sample: Sample, device: str) -> Sample:
             if id(value) not in moved:
                 moved[id(value)] = replicate(value, device)
             return moved[id(value)]
+        if isinstance(value, torch.device):  # a created tensor's device= (rand([2, 3], device=...))
+            return torch.device(device)
         if isinstance(value, list | tuple):
             return type(value)(move(v) for v in value)
         return value

@@ -85,3 +85,13 @@ def test_a_random_op_must_give_the_same_values_under_the_same_seed():
     backend = f"{__name__}:reseeding_backend"
     failures = run_case(spec, "float32", "alone", "fwd", backend, "cpu", "quick").failures
     assert failures and "same torch.manual_seed" in failures[-1]
+
+
+def test_a_sample_moved_to_another_device_creates_its_tensors_there():
+    # rand([37, 7], device=...) has no input to carry the device: the sample's device= must move too,
+    # or a CUDA run compiles and checks a CPU program (seen on the lent GPU, 2026-11-26).
+    from conformance.runner import on_device
+    from conformance.samples import Sample
+
+    sample = Sample(([37, 7],), {"dtype": torch.float32, "device": torch.device("cpu")}, "created")
+    assert on_device(sample, "meta").kwargs["device"] == torch.device("meta")
