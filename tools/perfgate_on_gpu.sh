@@ -7,6 +7,7 @@
 #      kernel and host time = 10 verdicts): false alarms;
 #   3. catch1, catch2: the same with the testing-only slowdowns planted in head's processes (10% kernel
 #      time, 15 us host time per call, in every workload), two seeds: 10 kernel and 10 host verdicts;
+#   catch1-unpinned: catch1 again with PERFGATE_UNPINNED=1 (what pinning the processes buys);
 #   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
 #      (with the time left; STEPS=spread runs it alone).
 # Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
@@ -50,6 +51,8 @@ PLANT=PERFGATE_TESTING_SLOWDOWN=kernel:*,host:*
 ab aa 160 0 1
 ab catch1 160 0 2 "$PLANT"
 ab catch2 160 0 3 "$PLANT"
+# The same as catch1 with the measuring processes not pinned (what pinning buys, on the same machine).
+ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
 step spread 150 0 "$PYTHON" -m perfgate.spread --workload adam_step --processes 3 --out "$OUT/spread"
 
 printf '\n=== steps ===\n'
@@ -60,7 +63,7 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 print(f"{'run':8} {'metric':14} {'verdicts':>8} {'regr':>5} {'inconcl':>7} {'ok':>4}  ratio range       widest interval below the ratio")
-for run in ("aa", "catch1", "catch2"):
+for run in ("aa", "catch1", "catch2", "catch1-unpinned"):
     path = out / run / "head.json"
     if not path.exists():
         print(f"{run:8} (no report: see {run}.log)")
@@ -81,3 +84,4 @@ if spread.exists():
     print("adam_step between processes (max/min - 1): " + ", ".join(f"{k} {v:.1%}" for k, v in data["spreads"].items()))
 PY
 echo "details: $OUT/<step>.log and $OUT/<step>/ (report.md, ratios.png, head.json, base.json), $OUT/spread/spread.json"
+bundle perfgate-on-gpu  # the device tool brings back at most 8 files
