@@ -546,13 +546,21 @@ def _fetch_attr(module: torch.nn.Module, target: str) -> Any:
 
 @dataclass
 class HorizontalLaunch:
-    """A horizontal kernel's launch for one binding of the sizes: what does not change between calls."""
+    """A horizontal kernel's launch for one binding of the sizes: what does not change between calls,
+    and the table of the last call, reused while every value in it is the same (a compiled optimizer's
+    parameters and state keep their addresses from step to step): building the table of 200 parts in
+    Python each call cost more host time than the kernel on a GPU (docs/gpu-runs.md, 2026-11-26)."""
 
     parts: list[Launch]  # each part's own launch (its outputs and argument template)
     firsts: list[int]  # each part's first program
     programs: torch.Tensor | None  # program -> part; None when no part has an element
     block: int
+    constants: torch.Tensor  # the table's flat int64 values that are the same at every call
+    varying: list[tuple[int, int, int | None]]  # (flat position, env slot, dim): an address, or a stride
+    flat_inputs: list[int]  # env slots read at the flat offset: must be contiguous
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
+    table: torch.Tensor | None = None  # the last call's table, on the device
+    values: list[int] | None = None  # the varying values it holds
 
 
 class HorizontalStep:
@@ -585,34 +593,58 @@ class HorizontalStep:
                 total += count
             owners = [p for p, count in enumerate(counts) for _ in range(count)]
             programs = torch.tensor(owners, dtype=torch.int32, device=self.device) if owners else None
-            self.launches[key] = HorizontalLaunch(parts, firsts, programs, block)
+            constants, varying = self._table_layout(parts, firsts)
+            flat_inputs = [slot for part in self.parts for slot in part.flat_inputs]
+            self.launches[key] = HorizontalLaunch(
+                parts, firsts, programs, block, constants, varying, flat_inputs
+            )
         return self.launches[key]
+
+    def _table_layout(self, parts: list[Launch], firsts: list[int]) -> tuple[torch.Tensor, list]:
+        """The table's values that are fixed for these sizes (integers, each part's first program), and
+        where each call's values go: each tensor's address and each stride read from env."""
+        rows, varying = [], []
+        for number, (launch, first) in enumerate(zip(parts, firsts, strict=True)):
+            stage = launch.stages[0]
+            row = [0 if isinstance(v, torch.Tensor) or v is None else v for v in stage.template] + [first]
+            at = number * len(row)
+            varying += [(at + position, slot, None) for position, slot in stage.tensors]
+            varying += [(at + position, slot, dim) for position, slot, dim in stage.strides]
+            varying += [(at + position, launch.outputs[index][3], None) for position, index in stage.outputs]
+            rows.append(row)
+        return torch.tensor(rows, dtype=torch.int64).flatten(), varying
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
         if self.failed:
             self._fallback(env, key)
             return
         launch = self.launch(key)
-        rows = []
-        for part, part_launch, first in zip(self.parts, launch.parts, launch.firsts, strict=True):
-            outputs = part.outputs(part_launch, env)
-            for slot in part.flat_inputs:
-                if not env[slot].is_contiguous():
-                    raise RuntimeError(
-                        f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
-                        f"strides {env[slot].stride()}; this is a bug in the fuser's layout tracking"
-                    )
-            arguments = part_launch.stages[0].arguments(env, outputs, [])
-            rows.append([a.data_ptr() if isinstance(a, torch.Tensor) else a for a in arguments] + [first])
+        for part, part_launch in zip(self.parts, launch.parts, strict=True):
+            part.outputs(part_launch, env)  # fresh outputs, or the graph inputs written in place, in env
+        for slot in launch.flat_inputs:
+            if not env[slot].is_contiguous():
+                raise RuntimeError(
+                    f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
+                    f"strides {env[slot].stride()}; this is a bug in the fuser's layout tracking"
+                )
         if launch.programs is None:
             return
         try:
-            table = torch.tensor(rows, dtype=torch.int64)
-            if not self.interpreted:
-                table = table.pin_memory().to(self.device, non_blocking=True)
+            values = [
+                env[slot].data_ptr() if dim is None else env[slot].stride(dim)
+                for _, slot, dim in launch.varying
+            ]
+            if values != launch.values:
+                table = launch.constants.clone()
+                table[[position for position, _, _ in launch.varying]] = torch.tensor(
+                    values, dtype=torch.int64
+                )
+                if not self.interpreted:
+                    table = table.pin_memory().to(self.device, non_blocking=True)
+                launch.table, launch.values = table, values
             if launch.launcher is None:
                 launch.launcher = self._launcher(launch)
-            launch.launcher(table, launch.programs)
+            launch.launcher(launch.table, launch.programs)
             metrics.bump("kernels_launched")
         except Exception as error:
             if self.strict:

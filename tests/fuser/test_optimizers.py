@@ -227,3 +227,25 @@ def test_a_second_optimizer_with_another_number_of_tensors_reuses_the_compiled_k
     assert sum(c["graphs_compiled"] for c in first + second) >= 2  # Dynamo traced the second anew
     assert sum(c["kernels_compiled"] for c in second) == 0, second
     assert second[-1]["kernels_launched"] <= 2
+
+
+def test_a_parameter_given_new_storage_between_steps_is_updated_there(device):
+    # The horizontal kernel's table of addresses is kept from call to call while no address changes: a
+    # parameter whose .data is replaced keeps its identity (Dynamo does not recompile) but moves, and
+    # the step must write to where it is now, as eager does.
+    params = sized_params(device, [5, 300, 1, 64])
+    reference = [p.detach().clone().requires_grad_() for p in params]
+    optimizers = [adamw_capturable(ps, compiled) for ps, compiled in ((params, True), (reference, False))]
+    compiled_step = torch.compile(optimizers[0].step, backend="fuser")
+    generator = torch.Generator().manual_seed(2)
+    for number in range(5):
+        if number == 3:
+            for ps in (params, reference):
+                ps[1].data = ps[1].data.clone() + 1  # same values + 1, new storage
+        for p, r in zip(params, reference, strict=True):
+            grad = torch.randn(p.shape, generator=generator).to(device)
+            p.grad, r.grad = grad.clone(), grad.clone()
+        compiled_step()
+        optimizers[1].step()
+    for got, want in zip(params, reference, strict=True):
+        torch.testing.assert_close(got.detach(), want.detach())
