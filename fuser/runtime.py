@@ -558,6 +558,9 @@ class HorizontalLaunch:
     constants: torch.Tensor  # the table's flat int64 values that are the same at every call
     varying: list[tuple[int, int, int | None]]  # (flat position, env slot, dim): an address, or a stride
     flat_inputs: list[int]  # env slots read at the flat offset: must be contiguous
+    # Every part's outputs: (env slot, the graph input's slot it is written into, or None and the fresh
+    # tensor's shape, strides and dtype); `KernelStep.outputs` for all parts in one loop.
+    outputs: list[tuple[int, int | None, tuple, tuple, torch.dtype]]
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
     table: torch.Tensor | None = None  # the last call's table, on the device
     values: list[int] | None = None  # the varying values it holds
@@ -595,8 +598,13 @@ class HorizontalStep:
             programs = torch.tensor(owners, dtype=torch.int32, device=self.device) if owners else None
             constants, varying = self._table_layout(parts, firsts)
             flat_inputs = [slot for part in self.parts for slot in part.flat_inputs]
+            outputs = [
+                (slot, into, shape, strides, dtype)
+                for part, launch in zip(self.parts, parts, strict=True)
+                for (shape, strides, dtype, slot), into in zip(launch.outputs, part.into_slots, strict=True)
+            ]
             self.launches[key] = HorizontalLaunch(
-                parts, firsts, programs, block, constants, varying, flat_inputs
+                parts, firsts, programs, block, constants, varying, flat_inputs, outputs
             )
         return self.launches[key]
 
@@ -619,8 +627,12 @@ class HorizontalStep:
             self._fallback(env, key)
             return
         launch = self.launch(key)
-        for part, part_launch in zip(self.parts, launch.parts, strict=True):
-            part.outputs(part_launch, env)  # fresh outputs, or the graph inputs written in place, in env
+        for slot, into, shape, strides, dtype in launch.outputs:  # as KernelStep.outputs, for every part
+            env[slot] = (
+                env[into]
+                if into is not None
+                else torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+            )
         for slot in launch.flat_inputs:
             if not env[slot].is_contiguous():
                 raise RuntimeError(
