@@ -48,7 +48,9 @@ def main() -> None:
         step()
     if args.device == "cuda":
         torch.cuda.synchronize()
-    print(f"{(time.perf_counter() - started) / args.steps * 1e3:.3f} ms per step (host, {args.tensors} tensors)")
+    print(
+        f"{(time.perf_counter() - started) / args.steps * 1e3:.3f} ms per step (host, {args.tensors} tensors)"
+    )
 
 
 if __name__ == "__main__":
