@@ -388,12 +388,7 @@ class KernelStep:
         """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
         outputs = []
         for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
-            out = (
-                torch.empty_strided(shape, strides, dtype=dtype, device=self.kernel.device)
-                if into is None
-                else env[into]
-            )
-            env[slot] = out
+            env[slot] = out = output_tensor(env, into, shape, strides, dtype, self.kernel.device)
             outputs.append(out)
         return outputs
 
@@ -544,6 +539,13 @@ def _fetch_attr(module: torch.nn.Module, target: str) -> Any:
     return value
 
 
+def output_tensor(env: list, into: int | None, shape, strides, dtype, device) -> torch.Tensor:
+    """A kernel's output: the graph input in slot `into` that it writes in place, or a fresh tensor."""
+    if into is not None:
+        return env[into]
+    return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+
+
 @dataclass
 class HorizontalLaunch:
     """A horizontal kernel's launch for one binding of the sizes: what does not change between calls,
@@ -551,25 +553,23 @@ class HorizontalLaunch:
     parameters and state keep their addresses from step to step): building the table of 200 parts in
     Python each call cost more host time than the kernel on a GPU (docs/gpu-runs.md, 2026-11-26)."""
 
-    parts: list[Launch]  # each part's own launch (its outputs and argument template)
-    firsts: list[int]  # each part's first program
     programs: torch.Tensor | None  # program -> part; None when no part has an element
     block: int
     constants: torch.Tensor  # the table's flat int64 values that are the same at every call
-    varying: list[tuple[int, int, int | None]]  # (flat position, env slot, dim): an address, or a stride
-    flat_inputs: list[int]  # env slots read at the flat offset: must be contiguous
-    # Every part's outputs: (env slot, the graph input's slot it is written into, or None and the fresh
+    positions: torch.Tensor  # where in the flat table each call's values go
+    reads: list[tuple[int, int | None]]  # those values: (env slot, None) an address, (env slot, dim) a stride
+    # Every part's outputs: (env slot, the graph input's slot it is written into or None, and a fresh
     # tensor's shape, strides and dtype); `KernelStep.outputs` for all parts in one loop.
     outputs: list[tuple[int, int | None, tuple, tuple, torch.dtype]]
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
     table: torch.Tensor | None = None  # the last call's table, on the device
-    values: list[int] | None = None  # the varying values it holds
+    values: list[int] | None = None  # the read values it holds
 
 
 class HorizontalStep:
-    """Launches a horizontal kernel (`fuser.horizontal`): one table row per part, built at each call from
-    the part's arguments (addresses of its tensors, its integers), so any number of parts of any sizes
-    share the one compiled kernel."""
+    """Launches a horizontal kernel (`fuser.horizontal`): one table row per part, from the part's
+    arguments (addresses of its tensors, its integers), so any number of parts of any sizes share the
+    one compiled kernel. The table is rebuilt only when a value in it changed since the last call."""
 
     def __init__(self, source: KernelSource, parts: list[KernelStep], strict: bool):
         self.source = source
@@ -577,6 +577,8 @@ class HorizontalStep:
         self.strict = strict
         self.device = parts[0].kernel.device
         self.interpreted = self.device.type == "cpu"
+        # Env slots read at the flat offset, by any part: they must be contiguous.
+        self.flat_inputs = [slot for part in parts for slot in part.flat_inputs]
         self.launches: dict[tuple[int, ...], HorizontalLaunch] = {}
         self.failed = False
 
@@ -596,31 +598,13 @@ class HorizontalStep:
                 total += count
             owners = [p for p, count in enumerate(counts) for _ in range(count)]
             programs = torch.tensor(owners, dtype=torch.int32, device=self.device) if owners else None
-            constants, varying = self._table_layout(parts, firsts)
-            flat_inputs = [slot for part in self.parts for slot in part.flat_inputs]
             outputs = [
                 (slot, into, shape, strides, dtype)
                 for part, launch in zip(self.parts, parts, strict=True)
                 for (shape, strides, dtype, slot), into in zip(launch.outputs, part.into_slots, strict=True)
             ]
-            self.launches[key] = HorizontalLaunch(
-                parts, firsts, programs, block, constants, varying, flat_inputs, outputs
-            )
+            self.launches[key] = HorizontalLaunch(programs, block, *_table_layout(parts, firsts), outputs)
         return self.launches[key]
-
-    def _table_layout(self, parts: list[Launch], firsts: list[int]) -> tuple[torch.Tensor, list]:
-        """The table's values that are fixed for these sizes (integers, each part's first program), and
-        where each call's values go: each tensor's address and each stride read from env."""
-        rows, varying = [], []
-        for number, (launch, first) in enumerate(zip(parts, firsts, strict=True)):
-            stage = launch.stages[0]
-            row = [0 if isinstance(v, torch.Tensor) or v is None else v for v in stage.template] + [first]
-            at = number * len(row)
-            varying += [(at + position, slot, None) for position, slot in stage.tensors]
-            varying += [(at + position, slot, dim) for position, slot, dim in stage.strides]
-            varying += [(at + position, launch.outputs[index][3], None) for position, index in stage.outputs]
-            rows.append(row)
-        return torch.tensor(rows, dtype=torch.int64).flatten(), varying
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
         if self.failed:
@@ -628,12 +612,8 @@ class HorizontalStep:
             return
         launch = self.launch(key)
         for slot, into, shape, strides, dtype in launch.outputs:  # as KernelStep.outputs, for every part
-            env[slot] = (
-                env[into]
-                if into is not None
-                else torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
-            )
-        for slot in launch.flat_inputs:
+            env[slot] = output_tensor(env, into, shape, strides, dtype, self.device)
+        for slot in self.flat_inputs:
             if not env[slot].is_contiguous():
                 raise RuntimeError(
                     f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
@@ -643,14 +623,11 @@ class HorizontalStep:
             return
         try:
             values = [
-                env[slot].data_ptr() if dim is None else env[slot].stride(dim)
-                for _, slot, dim in launch.varying
+                env[slot].data_ptr() if dim is None else env[slot].stride(dim) for slot, dim in launch.reads
             ]
             if values != launch.values:
                 table = launch.constants.clone()
-                table[[position for position, _, _ in launch.varying]] = torch.tensor(
-                    values, dtype=torch.int64
-                )
+                table[launch.positions] = torch.tensor(values, dtype=torch.int64)
                 if not self.interpreted:
                     table = table.pin_memory().to(self.device, non_blocking=True)
                 launch.table, launch.values = table, values
@@ -682,6 +659,28 @@ class HorizontalStep:
     def _fallback(self, env: list, key: tuple[int, ...]) -> None:
         for part in self.parts:
             part.fallback(env, key)
+
+
+def _table_layout(parts: list[Launch], firsts: list[int]) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """A horizontal table's values that are fixed for these sizes (integers, each part's first program),
+    where in it each call's values go, and what they are read from: each tensor's address and each
+    stride, from env."""
+    rows, positions, reads = [], [], []
+    for number, (launch, first) in enumerate(zip(parts, firsts, strict=True)):
+        stage = launch.stages[0]
+        row = [0 if isinstance(v, torch.Tensor) or v is None else v for v in stage.template] + [first]
+        at = number * len(row)
+        for position, slot in stage.tensors:
+            positions.append(at + position)
+            reads.append((slot, None))
+        for position, slot, dim in stage.strides:
+            positions.append(at + position)
+            reads.append((slot, dim))
+        for position, index in stage.outputs:
+            positions.append(at + position)
+            reads.append((launch.outputs[index][3], None))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.int64).flatten(), torch.tensor(positions, dtype=torch.int64), reads
 
 
 def _numel_position(part: KernelStep) -> int:
