@@ -514,33 +514,14 @@ def shaped_specs() -> list[OpSpec]:
         shaped_spec("rms_norm.default", norm, rms_norm_calls, dtypes=FLOATING),
         shaped_spec("_fused_rms_norm.default", norm, fused_rms_norm_calls, dtypes=FLOATING),
         # Their backward ops, with samples of their own (their inputs are what the forward op saved).
-        shaped_spec(
-            "native_layer_norm_backward.default",
-            norm,
-            native_layer_norm_backward_calls,
-            dtypes=FLOATING,
-            differentiable=False,
-        ),
-        shaped_spec(
-            "native_group_norm_backward.default",
-            norm,
-            native_group_norm_backward_calls,
-            dtypes=FLOATING,
-            differentiable=False,
-        ),
-        shaped_spec(
-            "_softmax_backward_data.default",
-            norm,
-            _softmax_backward_calls(torch.ops.aten._softmax),
-            dtypes=FLOATING,
-            differentiable=False,
-        ),
-        shaped_spec(
-            "_log_softmax_backward_data.default",
-            norm,
-            _softmax_backward_calls(torch.ops.aten._log_softmax),
-            dtypes=FLOATING,
-            differentiable=False,
+        *(
+            shaped_spec(op, norm, calls, dtypes=FLOATING, differentiable=False)
+            for op, calls in (
+                ("native_layer_norm_backward.default", native_layer_norm_backward_calls),
+                ("native_group_norm_backward.default", native_group_norm_backward_calls),
+                ("_softmax_backward_data.default", _softmax_backward_calls(torch.ops.aten._softmax)),
+                ("_log_softmax_backward_data.default", _softmax_backward_calls(torch.ops.aten._log_softmax)),
+            )
         ),
         shaped_spec("mm.default", fallback, mm_calls),
         shaped_spec("bmm.default", fallback, bmm_calls),

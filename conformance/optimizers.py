@@ -112,13 +112,12 @@ def _steps(
     return optimizer
 
 
-def _state(optimizer: torch.optim.Optimizer, device: torch.device | None = None) -> list[torch.Tensor]:
+def _state(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     """Every state tensor, by parameter and key. A 0-dim one (a step count, NAdam's mu_product) is moved
-    to `device` where given: under torch.compile, torch.optim keeps them on the parameters' device,
-    where eager keeps a non-capturable optimizer's on the CPU; their values are compared, not where
-    they live."""
+    to the CPU: under torch.compile, torch.optim keeps them on the parameters' device, where eager keeps
+    a non-capturable optimizer's on the CPU; their values are compared, not where they live."""
     return [
-        value.detach().to(device) if value.dim() == 0 and device is not None else value.detach()
+        value.detach().cpu() if value.dim() == 0 else value.detach()
         for p in optimizer.param_groups[0]["params"]
         for _, value in sorted(optimizer.state[p].items())
         if isinstance(value, torch.Tensor)
@@ -178,11 +177,7 @@ def run_program(program: OptimizerProgram, backend: str, device: str) -> CaseRun
             [p.detach() for p in expected_params],
             reference_params,
         ),
-        "state": (
-            _state(actual, torch.device("cpu")),
-            _state(expected, torch.device("cpu")),
-            _state(reference, torch.device("cpu")),
-        ),
+        "state": (_state(actual), _state(expected), _state(reference)),
     }
     for what, (got, want, wide) in compared.items():
         if len(got) != len(want):

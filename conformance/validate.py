@@ -327,14 +327,12 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(op)  # failed (or validated nothing) at this lowering already
             continue
         print(f"[{number}/{len(ops)}] {op} ...", flush=True)
-        # Proxies share their conformance ops (the prims all run aten.var.correction): run those once.
-        earlier = runs.get(specs_for(op))
-        verdict = (
-            dataclasses.replace(earlier, op=op, failures=list(earlier.failures))
-            if earlier
-            else run_op(op, args.backend, args.device, args.logs, args.workers)
-        )
-        runs[specs_for(op)] = dataclasses.replace(verdict, failures=list(verdict.failures))
+        # Proxies share their conformance ops (the prims all run aten.var.correction): run those once;
+        # each op gets its own copy of the run's verdict (writing the entry fills in its outcome).
+        specs = specs_for(op)
+        if specs not in runs:
+            runs[specs] = run_op(op, args.backend, args.device, args.logs, args.workers)
+        verdict = dataclasses.replace(runs[specs], op=op, failures=list(runs[specs].failures))
         verdicts.append(verdict)
         entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
         verdict.outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
