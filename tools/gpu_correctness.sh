@@ -2,7 +2,7 @@
 # Correctness work for the lent GPU, run side by side in one device call (none of it is timed against
 # anything, so the jobs share the machine's 16 CPUs and its GPU):
 #   zoo        the zoo tier for $ZOO_BACKEND (default fuser), fp32 and bf16, 20 training steps, the models
-#              split into $ZOO_SHARDS processes (issue 18); compile seconds are inflated by the sharing
+#              split into processes by $ZOO_GROUPS (issue 18); compile seconds are inflated by the sharing
 #   validate   `python -m conformance.validate --device cuda` of the ops the perf gate's workloads use
 #              (tools/workload_ops.py), in $VALIDATE_SHARDS processes writing one manifest under its
 #              lock (issue 14); the manifest and each op's log come back

@@ -4,7 +4,7 @@ architecture (issue 14: "make sure the gate workloads' ops are validated first")
     python tools/workload_ops.py --device cuda --size gpu_tiny     # one op a line, sorted
     python tools/workload_ops.py --device cuda --size gpu_tiny --unvalidated   # those with no fresh entry
 
-Each workload runs once through the fuser with unvalidated ops fused on purpose (FUSER_UNVALIDATED=fuse),
+Each workload runs once through the fuser as the perf gate compiles it (unvalidated ops fused on purpose),
 and the aten ops its kernels cover are collected from `fuser.collecting()`'s reports. With `--json` the
 ops come with the workloads that use them.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections import defaultdict
@@ -22,6 +21,7 @@ import torch
 
 import fuser
 from fuser import validation
+from perfgate.backends import compile_with_fuser
 from perfgate.workloads import SIZES, WORKLOADS, Step
 
 # A kernel's `covers` line: "name = aten.op.overload(args)".
@@ -31,7 +31,7 @@ COVERED_OP = re.compile(r"=\s*((?:aten|prims)\.[\w.]+)\(")
 def ops_of(workload_name: str, size: str, device: str) -> set[str]:
     workload = WORKLOADS[workload_name]
     inputs = workload.inputs(size, device)
-    compiled = fuser.compile(workload.program, dynamic=False)
+    compiled = compile_with_fuser(workload.program)  # as the perf gate compiles it, unvalidated ops fused
     with fuser.collecting() as graphs:
         Step(workload, compiled, inputs)()
     ops = set()
@@ -54,7 +54,6 @@ def main(argv: list[str] | None = None) -> int:
         "--unvalidated", action="store_true", help="only ops the device's manifest has no fresh entry for"
     )
     args = parser.parse_args(argv)
-    os.environ["FUSER_UNVALIDATED"] = "fuse"
     used_by: dict[str, list[str]] = defaultdict(list)
     for name in args.workload or sorted(WORKLOADS):
         torch._dynamo.reset()
