@@ -92,13 +92,17 @@ def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False
 # [-3, -1, 0, 1, 3, 5, 7], the decomposition's [-3, -1, 0, 2, 4, 6, 7]) and a half one in the half
 # dtype's own arithmetic: a range is written once, so eager's kernel costs one small launch.
 # eye's decomposition picks its index dtype by size (uint16 past 255) and eager has no uint16 arange on
-# CPU, so the eager call of that arange raised.
+# CPU, so the eager call of that arange raised. index_fill's hands its 0-d value tensor to index_put in
+# the value's own dtype (a float64 value into a float32 tensor raises at run time), where ATen's kernel
+# casts it; eager's kernel is one launch and the fuser has nothing to fuse into it.
 EAGER_WHOLE = [
     aten.index_add.default,
     aten.linspace.default,
     aten.logspace.default,
     aten.eye.default,
     aten.eye.m,
+    aten.index_fill.int_Scalar,
+    aten.index_fill.int_Tensor,
 ]
 
 
