@@ -501,6 +501,7 @@ class CompiledGraph:
         self.binder = binder
         graph = graph_module.graph
         self.placeholders = [slots[n] for n in graph.nodes if n.op == "placeholder"]
+        self.leading = self.placeholders == list(range(len(self.placeholders)))
         self.attributes = [
             (slots[n], _fetch_attr(graph_module, n.target)) for n in graph.nodes if n.op == "get_attr"
         ]
@@ -508,10 +509,14 @@ class CompiledGraph:
         self.output_spec = output.args[0]
 
     def __call__(self, args: list) -> Any:
-        env: list = [None] * len(self.slots)
         key = self.binder.key(args)
-        for slot, value in zip(self.placeholders, args, strict=True):
-            env[slot] = value
+        if self.leading:  # the usual graph: the inputs hold the first slots (an optimizer's: a thousand)
+            env = list(args)
+            env.extend([None] * (len(self.slots) - len(env)))
+        else:
+            env = [None] * len(self.slots)
+            for slot, value in zip(self.placeholders, args, strict=True):
+                env[slot] = value
         args.clear()  # the boxed calling convention: let inputs be freed as soon as possible
         for slot, value in self.attributes:
             env[slot] = value
@@ -556,11 +561,16 @@ class HorizontalLaunch:
     programs: torch.Tensor | None  # program -> part; None when no part has an element
     block: int
     constants: torch.Tensor  # the table's flat int64 values that are the same at every call
-    positions: torch.Tensor  # where in the flat table each call's values go
-    reads: list[tuple[int, int | None]]  # those values: (env slot, None) an address, (env slot, dim) a stride
-    # Every part's outputs: (env slot, the graph input's slot it is written into or None, and a fresh
-    # tensor's shape, strides and dtype); `KernelStep.outputs` for all parts in one loop.
-    outputs: list[tuple[int, int | None, tuple, tuple, torch.dtype]]
+    positions: torch.Tensor  # where in the flat table each call's values go: addresses, then strides
+    expand: torch.Tensor  # which value each position takes: a tensor read by several parts is read once
+    addresses: list[int]  # env slots whose tensors' addresses the table holds, each slot once
+    strides: list[tuple[int, int]]  # (env slot, dim) of each stride it holds
+    # Every part's outputs (`KernelStep.outputs` for all parts at once): those written into a graph
+    # input (their env slots, and the inputs' slots in the same order), and fresh ones, (env slot,
+    # shape, strides, dtype).
+    alias_slots: list[int]
+    alias_intos: list[int]
+    fresh: list[tuple[int, tuple, tuple, torch.dtype]]
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
     table: torch.Tensor | None = None  # the last call's table, on the device
     values: list[int] | None = None  # the read values it holds
@@ -603,7 +613,16 @@ class HorizontalStep:
                 for part, launch in zip(self.parts, parts, strict=True)
                 for (shape, strides, dtype, slot), into in zip(launch.outputs, part.into_slots, strict=True)
             ]
-            self.launches[key] = HorizontalLaunch(programs, block, *_table_layout(parts, firsts), outputs)
+            aliases = [(slot, into) for slot, into, *_ in outputs if into is not None]
+            fresh = [(slot, *rest) for slot, into, *rest in outputs if into is None]
+            self.launches[key] = HorizontalLaunch(
+                programs,
+                block,
+                *_table_layout(parts, firsts, [p.into_slots for p in self.parts]),
+                [slot for slot, _ in aliases],
+                [into for _, into in aliases],
+                fresh,
+            )
         return self.launches[key]
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
@@ -611,23 +630,25 @@ class HorizontalStep:
             self._fallback(env, key)
             return
         launch = self.launch(key)
-        for slot, into, shape, strides, dtype in launch.outputs:  # as KernelStep.outputs, for every part
-            env[slot] = output_tensor(env, into, shape, strides, dtype, self.device)
-        for slot in self.flat_inputs:
-            if not env[slot].is_contiguous():
-                raise RuntimeError(
-                    f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
-                    f"strides {env[slot].stride()}; this is a bug in the fuser's layout tracking"
-                )
+        # A step of 200 parameters reads a thousand addresses a call: the loops below run in C (map)
+        # because Python-level loops over them cost more host time than the kernel takes on a GPU.
+        any(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)))
+        for slot, shape, strides, dtype in launch.fresh:
+            env[slot] = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+        if not all(map(torch.Tensor.is_contiguous, map(env.__getitem__, self.flat_inputs))):
+            strided = next(env[slot] for slot in self.flat_inputs if not env[slot].is_contiguous())
+            raise RuntimeError(
+                f"fuser: kernel {self.source.name} was generated for a contiguous input but got "
+                f"strides {strided.stride()}; this is a bug in the fuser's layout tracking"
+            )
         if launch.programs is None:
             return
         try:
-            values = [
-                env[slot].data_ptr() if dim is None else env[slot].stride(dim) for slot, dim in launch.reads
-            ]
+            values = list(map(torch.Tensor.data_ptr, map(env.__getitem__, launch.addresses)))
+            values += [env[slot].stride(dim) for slot, dim in launch.strides]
             if values != launch.values:
                 table = launch.constants.clone()
-                table[launch.positions] = torch.tensor(values, dtype=torch.int64)
+                table[launch.positions] = torch.tensor(values, dtype=torch.int64)[launch.expand]
                 if not self.interpreted:
                     table = table.pin_memory().to(self.device, non_blocking=True)
                 launch.table, launch.values = table, values
@@ -661,26 +682,34 @@ class HorizontalStep:
             part.fallback(env, key)
 
 
-def _table_layout(parts: list[Launch], firsts: list[int]) -> tuple[torch.Tensor, torch.Tensor, list]:
-    """A horizontal table's values that are fixed for these sizes (integers, each part's first program),
-    where in it each call's values go, and what they are read from: each tensor's address and each
-    stride, from env."""
-    rows, positions, reads = [], [], []
-    for number, (launch, first) in enumerate(zip(parts, firsts, strict=True)):
+def _table_layout(
+    parts: list[Launch], firsts: list[int], into_slots: list[list[int | None]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list, list]:
+    """A horizontal table's values that are fixed for these sizes (integers, each part's first program);
+    where in it each call's values go, and which of them (`expand`, an index into them) each position
+    takes; and what they are read from: tensors' addresses (env slots, each once: an output written in
+    place has its input's address) and strides ((env slot, dim)), addresses first."""
+    rows, address_positions, stride_positions, address_slots, strides = [], [], [], [], []
+    for number, (launch, first, into) in enumerate(zip(parts, firsts, into_slots, strict=True)):
         stage = launch.stages[0]
         row = [0 if isinstance(v, torch.Tensor) or v is None else v for v in stage.template] + [first]
         at = number * len(row)
         for position, slot in stage.tensors:
-            positions.append(at + position)
-            reads.append((slot, None))
+            address_positions.append(at + position)
+            address_slots.append(slot)
         for position, slot, dim in stage.strides:
-            positions.append(at + position)
-            reads.append((slot, dim))
+            stride_positions.append(at + position)
+            strides.append((slot, dim))
         for position, index in stage.outputs:
-            positions.append(at + position)
-            reads.append((launch.outputs[index][3], None))
+            address_positions.append(at + position)
+            address_slots.append(launch.outputs[index][3] if into[index] is None else into[index])
         rows.append(row)
-    return torch.tensor(rows, dtype=torch.int64).flatten(), torch.tensor(positions, dtype=torch.int64), reads
+    addresses = list(dict.fromkeys(address_slots))
+    where = {slot: i for i, slot in enumerate(addresses)}
+    expand = [where[slot] for slot in address_slots] + [len(addresses) + i for i in range(len(strides))]
+    positions = torch.tensor(address_positions + stride_positions, dtype=torch.int64)
+    constants = torch.tensor(rows, dtype=torch.int64).flatten()
+    return constants, positions, torch.tensor(expand, dtype=torch.int64), addresses, strides
 
 
 def _numel_position(part: KernelStep) -> int:
