@@ -16,6 +16,9 @@ of the same parameters, state and gradients:
   inductor  torch.compile(optimizer.step), the default backend
   fuser     torch.compile(optimizer.step, backend="fuser") with horizontal fusion on (on CUDA it is off
             by default until a recorded run validates it: this script is that run)
+  inductor_graph, fuser_graph (CUDA only; not in the default --variants)
+            the compiled step, after one warm step, captured in a CUDA graph (torch.cuda.graph) and
+            replayed: what is left when no host code runs per step (guards, wrappers, launches)
 
 For each: the first call's seconds (compile time, for the compiled ones), whether its parameters and
 state after 3 steps match eager's (torch.testing.assert_close), the median ms per step
@@ -48,7 +51,8 @@ import triton
 import fuser
 from perfgate.workloads import optimizer_bytes
 
-VARIANTS = ("eager", "fused", "inductor", "fuser")
+VARIANTS = ("eager", "fused", "inductor", "fuser", "inductor_graph", "fuser_graph")
+GRAPHED = {"inductor_graph": "inductor", "fuser_graph": "fuser"}  # captured in a CUDA graph after warm-up
 OPTIMIZERS = ("adamw", "sgd")
 CHECK_STEPS = 3
 
@@ -79,6 +83,7 @@ def make_optimizer(kind: str, params: list[torch.Tensor], fused: bool) -> torch.
 
 
 def compiled_step(variant: str, optimizer: torch.optim.Optimizer) -> Callable[[], object]:
+    variant = GRAPHED.get(variant, variant)
     if variant in ("eager", "fused"):
         return optimizer.step
     if variant == "inductor":
@@ -102,24 +107,42 @@ def time_ms(step: Callable[[], object], device: str, reps: int) -> float:
     return statistics.median(times)
 
 
-def kernels_per_step(variant: str, step: Callable[[], object], device: str) -> int | None:
+def kernels_per_step(
+    variant: str, step: Callable[[], object], device: str
+) -> tuple[int | None, float | None]:
+    """Kernels one step launches, and (on CUDA) the sum of their durations in ms: the step's device time,
+    which ms per step exceeds by what the GPU waits for the host."""
     if device == "cuda":
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
             step()
             torch.cuda.synchronize()
         cuda = torch.autograd.DeviceType.CUDA
         # Kernels only: the fuser's pointer table reaches the GPU by a host-to-device copy, not a kernel.
-        return sum(
-            1
+        kernels = [
+            event
             for event in profile.events()
             if event.device_type == cuda and not event.name.startswith(("Memcpy", "Memset"))
-        )
+        ]
+        return len(kernels), sum(event.device_time_total for event in kernels) / 1e3
     if variant != "fuser":
-        return None
+        return None, None
     fuser.reset_counters()
     step()
     counts = fuser.counters()
-    return counts["kernels_launched"] + counts["extern_calls"]
+    return counts["kernels_launched"] + counts["extern_calls"], None
+
+
+def captured(step: Callable[[], object]) -> Callable[[], object]:
+    """The step captured in a CUDA graph (after the caller's warm steps), as its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()  # a warm step on a side stream, as torch.cuda.graph's documentation asks
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
 
 
 def copy_bytes_per_s(device: str) -> float | None:
@@ -153,21 +176,26 @@ def run_variant(kind: str, variant: str, numels: list[int], device: str, reps: i
     synchronize(device)
     first_s = time.perf_counter() - started
     compiled = fuser.counters()["kernels_compiled"]
-    for _ in range(CHECK_STEPS - 1):
+    if variant in GRAPHED:
+        step = captured(step)  # two more steps (a warm one and the replay below): three in all
         step()
+    else:
+        for _ in range(CHECK_STEPS - 1):
+            step()
     synchronize(device)
     after = [t.clone() for t in tensors(optimizer)]
     ms = time_ms(step, device, reps)
-    kernels = kernels_per_step(variant, step, device)
+    kernels, kernel_ms = kernels_per_step(variant, step, device)
     moved = optimizer_bytes([params, optimizer])
     row = {
         "variant": variant,
         "ms_per_step": ms,
+        "kernel_ms_per_step": kernel_ms,
         "kernels_per_step": kernels,
         "first_call_s": first_s,
         "fewest_bytes": moved,
         "copy_rate_fraction": None if copy_rate is None else moved / (ms * 1e-3) / copy_rate,
-        "kernels_compiled": compiled if variant == "fuser" else None,
+        "kernels_compiled": compiled if GRAPHED.get(variant, variant) == "fuser" else None,
     }
     return row, after, optimizer
 
@@ -228,14 +256,15 @@ def run(kind: str, variants: list[str], numels: list[int], device: str, reps: in
 def table(kind: str, rows: list[dict], copy_rate_known: bool) -> str:
     lines = [
         f"{kind}:",
-        "| variant | ms per step | kernels per step | first call s | copy rate % | matches eager |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| variant | ms per step | kernel ms per step | kernels per step | first call s | copy rate % | matches eager |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         fraction = row["copy_rate_fraction"]
         kernels = "?" if row["kernels_per_step"] is None else str(row["kernels_per_step"])
+        kernel_ms = "?" if row["kernel_ms_per_step"] is None else f"{row['kernel_ms_per_step']:.3f}"
         lines.append(
-            f"| {row['variant']} | {row['ms_per_step']:.3f} | {kernels} | {row['first_call_s']:.1f} | "
+            f"| {row['variant']} | {row['ms_per_step']:.3f} | {kernel_ms} | {kernels} | {row['first_call_s']:.1f} | "
             f"{'—' if fraction is None else f'{100 * fraction:.0f}'} | {row['matches_eager']} |"
         )
     for row in rows:
@@ -271,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--optimizer", action="append", choices=OPTIMIZERS, help="default: both")
     parser.add_argument(
-        "--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}"
+        "--variants",
+        default="eager,fused,inductor,fuser",
+        help=f"comma-separated, of {', '.join(VARIANTS)}",
     )
     parser.add_argument("--params", type=int, default=200)
     parser.add_argument("--min-numel", type=int, default=1000)
@@ -290,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--variants: unknown {unknown}" if unknown else "--variants: eager is the reference, keep it"
         )
+    if args.device == "cpu" and set(variants) & set(GRAPHED):
+        parser.error("--variants: the *_graph variants capture CUDA graphs; they need --device cuda")
     if not 0 < args.min_numel <= args.max_numel or args.params < 1:
         parser.error("need --params >= 1 and 0 < --min-numel <= --max-numel")
     args.out.mkdir(parents=True, exist_ok=True)
