@@ -334,8 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = run(kind, variants, numels, args.device, args.reps, args.out)
         record["results"][kind] = rows
         print(table(kind, rows, args.device == "cuda"), flush=True)
-    path = args.out / f"optimizer-step-{args.device}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+        path = args.out / f"optimizer-step-{args.device}.json"  # after each optimizer: a cut run keeps it
+        path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"details: {path}")
     return 0
 

@@ -4,8 +4,11 @@
 #   env          versions;
 #   tests        the optimizer, in-place and horizontal tests on CUDA (horizontal fusion on: they set it);
 #   conformance-fuser, conformance-inductor: the optimizer-step programs on CUDA under the fuser and the default backend;
+#   hostpath     benchmarks/optimizer_host_path.py --device cuda in 3 fresh processes: the host's time per
+#                compiled AdamW step over 200 tensors, kernels no-op'd;
 #   bench        benchmarks/optimizer_step.py: issue 13's table (AdamW, then SGD with momentum, 200
-#                parameters of 1,000-600,000 elements), details under $OUT/bench.
+#                parameters of 1,000-600,000 elements; BENCH_VARIANTS picks variants, e.g. with
+#                fuser_graph,inductor_graph), details under $OUT/bench.
 # Everything lands in $OUT (one archive at the end).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -13,13 +16,15 @@ OUT=${OUT:-/tmp/optim-on-gpu}
 source tools/gpu_lib.sh
 gpu_setup
 step env 30 0 bash -c versions
-step tests 150 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest -q -n 8 -p no:cacheprovider \
+step tests 120 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest -q -n 8 -p no:cacheprovider \
     tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
 for backend in fuser inductor; do
     step "conformance-$backend" 60 240 env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_optimizers.py \
         --tier models --device cuda --backend "$backend" -q -p no:cacheprovider -p no:benchmark
 done
-step bench 300 5 "$PYTHON" benchmarks/optimizer_step.py --device cuda --out "$OUT/bench"
+step hostpath 60 300 bash -c "for i in 1 2 3; do $PYTHON benchmarks/optimizer_host_path.py --device cuda | tail -1; done"
+step bench 400 5 "$PYTHON" benchmarks/optimizer_step.py --device cuda --out "$OUT/bench" \
+    --variants "${BENCH_VARIANTS:-eager,fused,inductor,fuser}"
 printf '\n=== summary ===\n'
 cat "$OUT/steps.txt"
 bundle optim-on-gpu
