@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import horizontal, inplace, metrics, miscompiles, validation
+from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles, validation
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
@@ -206,5 +206,14 @@ def compile_graph(
     if collected is not None:
         eager = [str(s.target) for s in plan.steps if isinstance(s, fx.Node) and _is_counted(s)]
         collected.append(GraphReport(sources, eager, [(str(n.target), r) for n, r in plan.fallbacks]))
-    graph_class = CompiledBackwardGraph if backward else CompiledGraph
-    return graph_class(graph_module, steps, slots, frees, binder)
+    if backward:
+        return CompiledBackwardGraph(graph_module, steps, slots, frees, binder)
+    compiled = CompiledGraph(graph_module, steps, slots, frees, binder)
+    if options.cuda_graphs_for(example_inputs):
+        reason = cuda_graphs.unqualified_reason(graph)
+        if reason is None:
+            return cuda_graphs.ReplayedGraph(
+                compiled, compiled.device_tables, f"graph of {len(steps)} step(s)"
+            )
+        log.debug("not replayed as a CUDA graph: %s", reason)
+    return compiled

@@ -46,21 +46,29 @@ class Options:
     # tests compare fusion against.
     fuse: bool = True
     # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
-    # that run the same computation over different tensors. None (the default): on for CPU tensors
-    # (Triton's interpreter), off for CUDA until a recorded GPU run validates it (docs/design.md);
-    # FUSER_HORIZONTAL=1 or 0 sets it everywhere.
+    # that run the same computation over different tensors. None (the default): on (validated on an
+    # H200 on 2026-11-26, docs/gpu-runs.md); FUSER_HORIZONTAL=1 or 0 sets it.
     horizontal: bool | None = None
     # What happens to an op the validation manifest does not enable on this architecture
     # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
     # purpose, while developing or validating a lowering. FUSER_UNVALIDATED sets the default.
     unvalidated: str = "eager"
+    # Replay a CUDA graph of a forward graph that only writes into its inputs (a compiled optimizer
+    # step) while its inputs keep their addresses (`fuser.cuda_graphs`). None (the default): on for
+    # CUDA; FUSER_CUDA_GRAPHS=1 or 0 sets it.
+    cuda_graphs: bool | None = None
 
     def horizontal_for(self, example_inputs: list[Any]) -> bool:
         """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
-        that feed it): as asked, else on for the interpreter and off for CUDA, not yet validated there."""
-        if self.horizontal is not None:
-            return self.horizontal
-        return not any(getattr(t, "is_cuda", False) for t in example_inputs)
+        that feed it): as asked, else on."""
+        return True if self.horizontal is None else self.horizontal
+
+    def cuda_graphs_for(self, example_inputs: list[Any]) -> bool:
+        """Whether a qualifying graph over these inputs is replayed as a CUDA graph: as asked, else on
+        where its inputs are on a GPU."""
+        if self.cuda_graphs is not None:
+            return self.cuda_graphs
+        return any(getattr(t, "is_cuda", False) for t in example_inputs)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -78,6 +86,7 @@ class Options:
             "log": _env_flag("FUSER_LOG"),
             "fuse": True,
             "horizontal": {"1": True, "0": False}.get(os.environ.get("FUSER_HORIZONTAL", "")),
+            "cuda_graphs": {"1": True, "0": False}.get(os.environ.get("FUSER_CUDA_GRAPHS", "")),
             "unvalidated": _env_choice("FUSER_UNVALIDATED", UNVALIDATED_CHOICES),
         }
         chosen = cls(**(defaults | options))

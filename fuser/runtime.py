@@ -526,6 +526,18 @@ class CompiledGraph:
                 env[slot] = None
         return list(_materialize(self.output_spec, env, self.slots))
 
+    def device_tables(self) -> list[torch.Tensor]:
+        """The device tensors its horizontal launches read besides env: what a CUDA graph of this
+        graph's launches (`fuser.cuda_graphs`) must keep alive."""
+        return [
+            tensor
+            for step in self.steps
+            if isinstance(step, HorizontalStep)
+            for launch in step.launches.values()
+            for tensor in (launch.table, launch.programs)
+            if tensor is not None
+        ]
+
 
 class CompiledBackwardGraph(CompiledGraph):
     """A backward graph: autograd may run it from inside a function Dynamo is compiling (one that calls
@@ -549,6 +561,10 @@ def output_tensor(env: list, into: int | None, shape, strides, dtype, device) ->
     if into is not None:
         return env[into]
     return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+
+
+class GraphCaptureError(RuntimeError):
+    """A step that cannot be captured in a CUDA graph as it stands (`fuser.cuda_graphs`)."""
 
 
 @dataclass
@@ -647,6 +663,9 @@ class HorizontalStep:
             values = list(map(torch.Tensor.data_ptr, map(env.__getitem__, launch.addresses)))
             values += [env[slot].stride(dim) for slot, dim in launch.strides]
             if values != launch.values:
+                if not self.interpreted and torch.cuda.is_current_stream_capturing():
+                    # A CUDA graph would replay this copy from a host buffer freed after the call.
+                    raise GraphCaptureError(f"{self.source.name}'s table would change during a capture")
                 table = launch.constants.clone()
                 table[launch.positions] = torch.tensor(values, dtype=torch.int64)[launch.expand]
                 if not self.interpreted:
@@ -656,6 +675,8 @@ class HorizontalStep:
                 launch.launcher = self._launcher(launch)
             launch.launcher(launch.table, launch.programs)
             metrics.bump("kernels_launched")
+        except GraphCaptureError:
+            raise
         except Exception as error:
             if self.strict:
                 raise

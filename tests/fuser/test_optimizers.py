@@ -67,13 +67,6 @@ OPTIMIZERS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def horizontal_on(monkeypatch):
-    # On CUDA the fuser leaves horizontal fusion off until a recorded GPU run validates it: these
-    # tests are that validation wherever they run.
-    monkeypatch.setenv("FUSER_HORIZONTAL", "1")
-
-
 def make_params(device, dtype=torch.float32):
     """Mixed sizes, an empty and a one-element tensor, and a transposed (non-contiguous) matrix."""
     generator = torch.Generator().manual_seed(0)
@@ -249,3 +242,33 @@ def test_a_parameter_given_new_storage_between_steps_is_updated_there(device):
         optimizers[1].step()
     for got, want in zip(params, reference, strict=True):
         torch.testing.assert_close(got.detach(), want.detach())
+
+
+@pytest.mark.parametrize("name", ["adamw_capturable", "sgd_momentum_tensor_lr"])
+def test_a_step_whose_tensors_stay_put_is_replayed_as_a_cuda_graph_on_a_gpu(name, device):
+    # Gradients written in place (as a training loop's backward accumulates into .grad) keep every
+    # address: from the third call on, the step is a CUDA graph's replay (fuser.cuda_graphs) on CUDA,
+    # and the launches it replays are still counted. The CPU has no graphs: every step runs as usual.
+    make = adamw_capturable if name == "adamw_capturable" else OPTIMIZERS[name][0]
+    params = sized_params(device, [5, 300, 1, 64, 0])
+    reference = [p.detach().clone().requires_grad_() for p in params]
+    optimizers = [make(params, True), make(reference, False)]
+    compiled_step = torch.compile(optimizers[0].step, backend="fuser")
+    generator = torch.Generator().manual_seed(3)
+    for p, r in zip(params, reference, strict=True):
+        p.grad, r.grad = torch.zeros_like(p), torch.zeros_like(r)
+    for _ in range(6):
+        for p, r in zip(params, reference, strict=True):
+            grad = torch.randn(p.shape, generator=generator).to(device)
+            p.grad.copy_(grad)
+            r.grad.copy_(grad)
+        fuser.reset_counters()
+        compiled_step()
+        optimizers[1].step()
+    counts = fuser.counters()
+    assert counts["graph_replays"] == (1 if device == "cuda" else 0), counts
+    assert 1 <= counts["kernels_launched"] <= 2 and counts["extern_calls"] == 0, counts
+    for got, want in zip(params, reference, strict=True):
+        torch.testing.assert_close(got.detach(), want.detach())
+    for got, want in zip(state(optimizers[0]), state(optimizers[1]), strict=True):
+        torch.testing.assert_close(got.to(want.device, want.dtype).reshape(want.shape), want)
