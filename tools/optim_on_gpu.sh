@@ -17,7 +17,7 @@ source tools/gpu_lib.sh
 gpu_setup
 step env 30 0 bash -c versions
 step tests 120 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest -q -n 8 -p no:cacheprovider \
-    tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
+    tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py tests/fuser/test_cuda_graphs.py
 for backend in fuser inductor; do
     step "conformance-$backend" 60 240 env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_optimizers.py \
         --tier models --device cuda --backend "$backend" -q -p no:cacheprovider -p no:benchmark
