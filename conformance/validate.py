@@ -169,7 +169,11 @@ def _git(*args: str) -> str:
 
 
 def commit_id() -> str:
-    """HEAD's short hash; '+dirty' when the fuser's sources (not its manifests) differ from it."""
+    """HEAD's short hash; '+dirty' when the fuser's sources (not its manifests) differ from it.
+    VALIDATE_COMMIT names it instead, for a copied tree whose git metadata is not its sources' (the
+    lent GPU's copy of a checkout)."""
+    if os.environ.get("VALIDATE_COMMIT"):
+        return os.environ["VALIDATE_COMMIT"]
     head = _git("rev-parse", "--short=12", "HEAD") or "unknown"
     return head + ("+dirty" if _git("status", "--porcelain", "--", "fuser/", ":!fuser/manifest") else "")
 
