@@ -8,6 +8,8 @@
 #   3. catch1, catch2: the same with the testing-only slowdowns planted in head's processes (10% kernel
 #      time, 15 us host time per call, in every workload), two seeds: 10 kernel and 10 host verdicts;
 #   catch1-unpinned: catch1 again with PERFGATE_UNPINNED=1 (what pinning the processes buys);
+#   default: one A/B gate of the default workload set (every workload, default budget), head against
+#      HEAD, timed: issue 12's "one gate within 8 minutes" (STEPS=default runs it alone);
 #   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
 #      (with the time left; STEPS=spread runs it alone).
 # Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
@@ -53,6 +55,7 @@ ab catch1 160 0 2 "$PLANT"
 ab catch2 160 0 3 "$PLANT"
 # The same as catch1 with the measuring processes not pinned (what pinning buys, on the same machine).
 ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
+step default 580 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD --seed 5 --out "$OUT/default"
 step spread 150 0 "$PYTHON" -m perfgate.spread --workload adam_step --processes 3 --out "$OUT/spread"
 
 printf '\n=== steps ===\n'
