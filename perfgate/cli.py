@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -31,6 +32,9 @@ from perfgate.report import benchmark_json, markdown, plot, text
 from perfgate.tiers import make_tier
 from perfgate.trees import GateError
 from perfgate.workloads import WORKLOADS
+
+# Warm-up processes of a GPU gate: half the CPUs, the other half left to the system and the gate.
+DEFAULT_WARM_PROCESSES = max(1, (os.cpu_count() or 2) // 2)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
         default=420,
         help="no extra round for inconclusive verdicts starts after this",
     )
+    gate.add_argument(
+        "--warm-processes",
+        type=int,
+        default=DEFAULT_WARM_PROCESSES,
+        help="GPU tier: compile every workload in each tree beforehand in this many parallel processes "
+        "(default: half the CPUs; 0: no warm-up)",
+    )
     gate.add_argument("--seed", type=int, help="the order of the processes (default: drawn, and printed)")
     gate.add_argument("--out", type=Path, help="write report.md, ratios.png and <tree>.json here")
     compare.add_argument(
@@ -104,6 +115,7 @@ def _gate(args: argparse.Namespace, tier: str, workloads: list[str]) -> int:
         instructions=not args.counts_only,
         rounds=args.rounds,
         budget_s=args.budget_s,
+        warm_processes=args.warm_processes,
         seed=args.seed,
         baseline_dir=args.baseline_dir,
     )

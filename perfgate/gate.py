@@ -51,6 +51,7 @@ class GateRequest:
     instructions: bool = True
     rounds: int | None = None  # None: DEFAULT_ROUNDS of the tier
     budget_s: float = 420.0  # no extra round for inconclusive verdicts starts after this
+    warm_processes: int = 0  # GPU tier: compile every workload beforehand in this many processes
     seed: int | None = None  # None: drawn, and recorded in the result
     baseline_dir: Path = baselines.BASELINE_DIR
 
@@ -140,6 +141,8 @@ def run_gate(request: GateRequest, log: Callable[[str], None] | None = None) -> 
         spec = {"tier": request.tier, "backend": request.backend, "instructions": request.instructions}
         log(f"measuring {' and '.join(f'{t.role} {t.commit[:10]}' for t in trees)}; order seed {seed}")
         rounds = Rounds(trees, spec, seed, scratch, log)
+        if request.tier == "gpu" and request.warm_processes:
+            rounds.warm(list(request.workloads), request.warm_processes)
         pending, done = list(request.workloads), 0
         while pending:
             rounds.run(pending)

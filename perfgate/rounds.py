@@ -93,6 +93,42 @@ class Rounds:
         if self.cpus:
             log(f"measuring processes pinned to CPUs {sorted(self.cpus)} (PERFGATE_UNPINNED=1: not pinned)")
 
+    def warm(self, workloads: list[str], processes: int) -> None:
+        """Before the first round of a GPU gate: every tree compiles every workload once, in up to
+        `processes` processes at a time (one per tree and workload; none is timed), so that the
+        measuring processes find their kernels in the on-disk caches. On a fresh machine the first
+        measuring process otherwise compiled everything alone: 419 s of a 570 s budget on an H200
+        (docs/perfgate.md, 2026-11-26). A workload that fails here fails again where it is measured."""
+        started = time.monotonic()
+        jobs = [(tree, name) for tree in self.order for name in workloads]
+        running: list[subprocess.Popen] = []
+        try:
+            for number, (tree, name) in enumerate(jobs):
+                while len(running) >= processes:
+                    running.pop(0).wait(timeout=PROCESS_TIMEOUT_S)
+                spec = self.scratch / f"warm-{number}-{tree.role}-{name}.json"
+                spec.write_text(json.dumps(self.spec | {"workloads": [name], "warm": True}))
+                running.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "perfgate.worker", str(spec), str(spec) + ".out"],
+                        cwd=tree.path,
+                        env=_environment(tree),
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+            for process in running:
+                process.wait(timeout=PROCESS_TIMEOUT_S)
+        finally:
+            for process in running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.log(
+            f"compiled {len(workloads)} workload(s) in {len(self.order)} tree(s) beforehand in {time.monotonic() - started:.0f} s"
+        )
+
     def run(self, workloads: list[str]) -> None:
         """One round: a process per tree, each measuring `workloads`."""
         for tree in self.order:

@@ -123,3 +123,18 @@ def test_measuring_processes_hash_alike():
 
     env = rounds._environment(types.SimpleNamespace(role="base", path="/x"))
     assert env["PYTHONHASHSEED"] == "0" and env["PYTHONPATH"].startswith("/x")
+
+
+def test_warming_compiles_each_workload_and_leaves_out_one_that_fails(stand_in_for_cuda, monkeypatch):
+    # The gate's warm-up processes (perfgate.rounds.Rounds.warm) run this: every workload compiled and
+    # called once, so the measuring processes find the kernels in the on-disk caches.
+    import fuser
+
+    broken = WORKLOADS["softmax"]
+    monkeypatch.setitem(
+        WORKLOADS, "softmax", Workload(**{**vars(broken), "program": lambda *args: 1 / 0})
+    )
+    fuser.reset_counters()
+    warmed = worker.warm({"backend": "fuser", "workloads": ["pointwise_chain", "softmax"]})
+    assert warmed == ["pointwise_chain"]
+    assert fuser.counters()["kernels_launched"] > 0
