@@ -16,8 +16,9 @@ before (the kernels are compiled and the horizontal tables built by then), and r
 input keeps its address; any other call runs the graph as usual. A capture that fails (an eager op that
 synchronizes, a table that would have to change during the capture) is logged and not tried again; at
 most `MAX_CAPTURES` are made per graph (inputs that keep moving, e.g. new gradients every step in a
-different place, get the ordinary path). Off on the CPU; `options={"cuda_graphs": False}` or
-FUSER_CUDA_GRAPHS=0 turns it off.
+different place, get the ordinary path). On by default for CUDA graphs that get horizontal fusion (what
+the recorded GPU runs validated together); `options={"cuda_graphs": True/False}` or FUSER_CUDA_GRAPHS=1/0
+sets it. Off on the CPU.
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ class Options:
     # tests compare fusion against.
     fuse: bool = True
     # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
-    # that run the same computation over different tensors. None (the default): on (validated on an
-    # H200 on 2026-11-26, docs/gpu-runs.md); FUSER_HORIZONTAL=1 or 0 sets it.
+    # that run the same computation over different tensors. None (the default): on for CPU tensors
+    # (Triton's interpreter); off for CUDA until the cold compile of the perf gate's adam_step with it
+    # is understood (docs/gpu-runs.md, 2026-11-26); FUSER_HORIZONTAL=1 or 0 sets it everywhere.
     horizontal: bool | None = None
     # What happens to an op the validation manifest does not enable on this architecture
     # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
@@ -55,20 +56,24 @@ class Options:
     unvalidated: str = "eager"
     # Replay a CUDA graph of a forward graph that only writes into its inputs (a compiled optimizer
     # step) while its inputs keep their addresses (`fuser.cuda_graphs`). None (the default): on for
-    # CUDA; FUSER_CUDA_GRAPHS=1 or 0 sets it.
+    # CUDA graphs that get horizontal fusion; FUSER_CUDA_GRAPHS=1 or 0 sets it.
     cuda_graphs: bool | None = None
 
     def horizontal_for(self, example_inputs: list[Any]) -> bool:
         """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
-        that feed it): as asked, else on."""
-        return True if self.horizontal is None else self.horizontal
+        that feed it): as asked, else on for the interpreter and off for CUDA (docs/gpu-runs.md,
+        2026-11-26: right and fast on an H200, but one perf-gate workload's cold compile open)."""
+        if self.horizontal is not None:
+            return self.horizontal
+        return not _on_cuda(example_inputs)
 
     def cuda_graphs_for(self, example_inputs: list[Any]) -> bool:
-        """Whether a qualifying graph over these inputs is replayed as a CUDA graph: as asked, else on
-        where its inputs are on a GPU."""
+        """Whether a qualifying graph over these inputs is replayed as a CUDA graph: as asked, else
+        where its inputs are on a GPU and it gets horizontal fusion (what the recorded GPU runs
+        validated together)."""
         if self.cuda_graphs is not None:
             return self.cuda_graphs
-        return any(getattr(t, "is_cuda", False) for t in example_inputs)
+        return _on_cuda(example_inputs) and self.horizontal_for(example_inputs)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -103,3 +108,7 @@ def show_log() -> None:
         handler._fuser = True
         log.addHandler(handler)
     log.setLevel(logging.INFO)
+
+
+def _on_cuda(example_inputs: list[Any]) -> bool:
+    return any(getattr(t, "is_cuda", False) for t in example_inputs)

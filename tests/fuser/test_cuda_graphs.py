@@ -125,3 +125,20 @@ def test_at_most_three_captures_and_none_after_a_failure(stand_in):
     with pytest.raises(RuntimeError):  # the capture failed: logged, disabled, then run as usual (raises)
         failing([t])
     assert failing.disabled and failing.captures == 1
+
+
+def test_by_default_cuda_graphs_come_with_horizontal_fusion_on_cuda_only(monkeypatch):
+    monkeypatch.delenv("FUSER_HORIZONTAL", raising=False)
+    monkeypatch.delenv("FUSER_CUDA_GRAPHS", raising=False)
+    with FakeTensorMode():
+        on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
+    default = fuser.options.Options.from_dict({})
+    assert not default.horizontal_for(on_gpu) and not default.cuda_graphs_for(on_gpu)
+    assert default.horizontal_for(on_cpu) and not default.cuda_graphs_for(on_cpu)
+    horizontal = fuser.options.Options.from_dict({"horizontal": True})
+    assert horizontal.cuda_graphs_for(on_gpu) and not horizontal.cuda_graphs_for(on_cpu)
+    assert not fuser.options.Options.from_dict({"horizontal": True, "cuda_graphs": False}).cuda_graphs_for(
+        on_gpu
+    )
+    monkeypatch.setenv("FUSER_CUDA_GRAPHS", "1")
+    assert fuser.options.Options.from_dict({}).cuda_graphs_for(on_gpu)

@@ -67,6 +67,13 @@ OPTIMIZERS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def horizontal_on(monkeypatch):
+    # On CUDA horizontal fusion is opt-in (fuser.options): these tests are of the fused step wherever
+    # they run, and of the CUDA graphs that come with it there.
+    monkeypatch.setenv("FUSER_HORIZONTAL", "1")
+
+
 def make_params(device, dtype=torch.float32):
     """Mixed sizes, an empty and a one-element tensor, and a transposed (non-contiguous) matrix."""
     generator = torch.Generator().manual_seed(0)

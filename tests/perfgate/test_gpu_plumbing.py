@@ -131,9 +131,7 @@ def test_warming_compiles_each_workload_and_leaves_out_one_that_fails(stand_in_f
     import fuser
 
     broken = WORKLOADS["softmax"]
-    monkeypatch.setitem(
-        WORKLOADS, "softmax", Workload(**{**vars(broken), "program": lambda *args: 1 / 0})
-    )
+    monkeypatch.setitem(WORKLOADS, "softmax", Workload(**{**vars(broken), "program": lambda *args: 1 / 0}))
     fuser.reset_counters()
     warmed = worker.warm({"backend": "fuser", "workloads": ["pointwise_chain", "softmax"]})
     assert warmed == ["pointwise_chain"]
