@@ -6,8 +6,10 @@ holds every parameter's step-count update (they all have shape ()). Those kernel
 Triton source: sizes and strides are arguments and the source depends only on the op sequence, the
 dtypes, the rank and the layout class. This pass batches them.
 
-1. Each pointwise kernel is split into its independent parts: members that share no computed node
-   (the 200 step updates of one shape-() kernel are 200 parts).
+1. Each pointwise kernel is split into its independent parts: no member is computed in two parts, and
+   an inlined intermediate several parts share is recomputed by each (the 200 step updates of one
+   shape-() kernel are 200 parts; so are the updates of 100 same-shape parameters that all read one
+   learning rate).
 2. Parts whose source is the same (same cache key), on one device, at the same depth of the step graph
    (the longest path of steps before them) form a group. Equal depth makes the groups safe to merge: a
    step's dependencies all lie at smaller depths, so no group can wait on itself.
@@ -56,11 +58,14 @@ class Horizontal:
 
 
 def split(kernel: Kernel) -> list[Kernel]:
-    """The independent parts of a pointwise kernel: its members grouped so that no two parts compute a
-    common node (a member inlined into another member, or a shared intermediate, keeps them together)."""
-    computed = set(kernel.computed)
-    owner: dict[fx.Node, int] = {}  # computed node -> the part (by its first member's position)
+    """The independent parts of a pointwise kernel: its members grouped so that no member is computed
+    in two parts (a member inlined into another member keeps them together). An inlined intermediate
+    that several members share (a value of the learning rate, a bias correction) is recomputed by each
+    part that needs it: binding them together instead made a kernel of every same-shape parameter's
+    update in a compiled AdamW (a hundred parameters' chains in one kernel: minutes of Triton compile)."""
+    computed, members = set(kernel.computed), set(kernel.members)
     parent = list(range(len(kernel.members)))
+    position_of = {member: position for position, member in enumerate(kernel.members)}
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -68,29 +73,29 @@ def split(kernel: Kernel) -> list[Kernel]:
             i = parent[i]
         return i
 
+    cones: list[set[fx.Node]] = []
     for position, member in enumerate(kernel.members):
-        stack, seen = [member], set()
+        stack, cone = [member], set()
         while stack:
             node = stack.pop()
-            if node in seen:
+            if node in cone:
                 continue
-            seen.add(node)
-            if node in owner:
-                parent[find(position)] = find(owner[node])
-            else:
-                owner[node] = position
+            cone.add(node)
+            if node in members and node is not member:
+                parent[find(position)] = find(position_of[node])
             stack.extend(n for n in node.all_input_nodes if n in computed)
+        cones.append(cone)
     groups: dict[int, list[int]] = {}
     for position in range(len(kernel.members)):
         groups.setdefault(find(position), []).append(position)
     if len(groups) == 1:
         return [kernel]
-    parts = []
-    for positions in groups.values():
-        members = [kernel.members[p] for p in positions]
-        part_nodes = {n for n, p in owner.items() if find(p) == find(positions[0])}
-        parts.append(_subkernel(kernel, members, part_nodes))
-    return parts
+    return [
+        _subkernel(
+            kernel, [kernel.members[p] for p in positions], set().union(*(cones[p] for p in positions))
+        )
+        for positions in groups.values()
+    ]
 
 
 def _subkernel(kernel: Kernel, members: list[fx.Node], nodes: set[fx.Node]) -> Kernel:
