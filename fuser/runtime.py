@@ -607,6 +607,7 @@ class HorizontalStep:
         self.flat_inputs = [slot for part in parts for slot in part.flat_inputs]
         self.launches: dict[tuple[int, ...], HorizontalLaunch] = {}
         self.failed = False
+        self.check_capability = gpu_compile_check.target_capability() if self.interpreted else None
 
     def launch(self, key: tuple[int, ...]) -> HorizontalLaunch:
         if key not in self.launches:
@@ -672,6 +673,12 @@ class HorizontalStep:
                     table = table.pin_memory().to(self.device, non_blocking=True)
                 launch.table, launch.values = table, values
             if launch.launcher is None:
+                if self.check_capability is not None:  # FUSER_CHECK_CUDA_COMPILE: as KernelStep does
+                    jit_fn = load_kernel(self.source, interpreted=False, counted=False)
+                    options = {"BLOCK": GPU_BLOCK, "num_warps": GPU_WARPS, **gpu_compile_options()}
+                    gpu_compile_check.compile_for_cuda(
+                        jit_fn, [launch.table, launch.programs], options, self.check_capability
+                    )
                 launch.launcher = self._launcher(launch)
             launch.launcher(launch.table, launch.programs)
             metrics.bump("kernels_launched")

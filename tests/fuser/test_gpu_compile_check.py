@@ -132,3 +132,19 @@ def test_a_keyword_argument_name_is_not_read_as_a_value():
     assert builder.level("tl.load(in1_ptr + r1 * in1_stride1, mask=row_mask)") == 1
     assert builder.level("tl.load(in1_ptr + r1 + cols, mask=mask)") == 2
     assert builder.level("tl.where(mask == 0, r1, 0)") == 2
+
+
+def test_a_horizontal_kernel_is_compiled_for_cuda_too(device, monkeypatch):
+    # An optimizer step's horizontal kernels (fuser.horizontal) were not checked: a kernel that took
+    # 264 s to compile for sm_90 went unnoticed until a GPU compiled it.
+    if device != "cpu":
+        pytest.skip("the check compiles interpreted kernels; on CUDA every kernel is compiled anyway")
+    monkeypatch.setenv(gpu_compile_check.CHECK_ENV, "90")
+    params = [torch.randn(n, requires_grad=True) for n in (5, 7, 9)]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer = torch.optim.AdamW(params, lr=1e-2, foreach=True)
+    fuser.reset_counters()
+    torch.compile(optimizer.step, backend="fuser", options={"horizontal": True})()
+    counts = fuser.counters()
+    assert counts["kernels_launched"] == 2 and counts["cuda_compile_checks"] == 2, counts
