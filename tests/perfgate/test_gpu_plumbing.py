@@ -136,3 +136,20 @@ def test_warming_compiles_each_workload_and_leaves_out_one_that_fails(stand_in_f
     warmed = worker.warm({"backend": "fuser", "workloads": ["pointwise_chain", "softmax"]})
     assert warmed == ["pointwise_chain"]
     assert fuser.counters()["kernels_launched"] > 0
+
+
+def test_the_warm_up_starts_one_process_per_tree_and_workload_in_that_tree(tmp_path):
+    # The processes really start, in the tree's directory, with the warm spec: each writes its record.
+    # (Without a GPU each workload fails to warm and is left out, as the measuring process would report.)
+    from perfgate.rounds import Rounds
+    from perfgate.trees import head_tree
+
+    logged = []
+    rounds = Rounds([head_tree(committed=False)], {"tier": "gpu", "backend": "fuser", "instructions": False},
+                    seed=0, scratch=tmp_path, log=logged.append)  # fmt: skip
+    rounds.warm(["pointwise_chain", "softmax"], processes=2)
+    records = {r.name.split("-")[-1].removesuffix(".json.out"): r for r in tmp_path.glob("warm-*.json.out")}
+    assert sorted(records) == ["pointwise_chain", "softmax"]
+    for name, record in records.items():
+        assert json.loads(record.read_text())["warmed"] == ([name] if torch.cuda.is_available() else [])
+    assert logged[-1].startswith("compiled 2 workload(s) in 1 tree(s) beforehand")
