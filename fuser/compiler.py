@@ -209,7 +209,9 @@ def compile_graph(
     if backward:
         return CompiledBackwardGraph(graph_module, steps, slots, frees, binder)
     compiled = CompiledGraph(graph_module, steps, slots, frees, binder)
-    if options.cuda_graphs_for(example_inputs):
+    # A graph that launches nothing (Dynamo's resume functions often are) has nothing to replay.
+    launches = any(isinstance(s, (KernelStep, HorizontalStep)) or getattr(s, "counted", True) for s in steps)
+    if launches and options.cuda_graphs_for(example_inputs):
         reason = cuda_graphs.unqualified_reason(graph)
         if reason is None:
             return cuda_graphs.ReplayedGraph(
