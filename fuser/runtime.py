@@ -15,6 +15,7 @@ import logging
 import os
 import tempfile
 import types
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,7 +389,12 @@ class KernelStep:
         """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
         outputs = []
         for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
-            env[slot] = out = output_tensor(env, into, shape, strides, dtype, self.kernel.device)
+            out = (
+                torch.empty_strided(shape, strides, dtype=dtype, device=self.kernel.device)
+                if into is None
+                else env[into]
+            )
+            env[slot] = out
             outputs.append(out)
         return outputs
 
@@ -556,13 +562,6 @@ def _fetch_attr(module: torch.nn.Module, target: str) -> Any:
     return value
 
 
-def output_tensor(env: list, into: int | None, shape, strides, dtype, device) -> torch.Tensor:
-    """A kernel's output: the graph input in slot `into` that it writes in place, or a fresh tensor."""
-    if into is not None:
-        return env[into]
-    return torch.empty_strided(shape, strides, dtype=dtype, device=device)
-
-
 class GraphCaptureError(RuntimeError):
     """A step that cannot be captured in a CUDA graph as it stands (`fuser.cuda_graphs`)."""
 
@@ -649,7 +648,7 @@ class HorizontalStep:
         launch = self.launch(key)
         # A step of 200 parameters reads a thousand addresses a call: the loops below run in C (map)
         # because Python-level loops over them cost more host time than the kernel takes on a GPU.
-        any(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)))
+        deque(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)), maxlen=0)
         for slot, shape, strides, dtype in launch.fresh:
             env[slot] = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
         if not all(map(torch.Tensor.is_contiguous, map(env.__getitem__, self.flat_inputs))):
@@ -675,9 +674,11 @@ class HorizontalStep:
             if launch.launcher is None:
                 if self.check_capability is not None:  # FUSER_CHECK_CUDA_COMPILE: as KernelStep does
                     jit_fn = load_kernel(self.source, interpreted=False, counted=False)
-                    options = {"BLOCK": GPU_BLOCK, "num_warps": GPU_WARPS, **gpu_compile_options()}
                     gpu_compile_check.compile_for_cuda(
-                        jit_fn, [launch.table, launch.programs], options, self.check_capability
+                        jit_fn,
+                        [launch.table, launch.programs],
+                        _gpu_options(GPU_BLOCK),
+                        self.check_capability,
                     )
                 launch.launcher = self._launcher(launch)
             launch.launcher(launch.table, launch.programs)
@@ -702,12 +703,16 @@ class HorizontalStep:
         grid = (len(launch.programs),)
         if self.interpreted:
             return _quietly(kernel[grid], {"BLOCK": launch.block})
-        options = {"BLOCK": launch.block, "num_warps": GPU_WARPS, **gpu_compile_options()}
-        return functools.partial(kernel[grid], **options)
+        return functools.partial(kernel[grid], **_gpu_options(launch.block))
 
     def _fallback(self, env: list, key: tuple[int, ...]) -> None:
         for part in self.parts:
             part.fallback(env, key)
+
+
+def _gpu_options(block: int) -> dict[str, Any]:
+    """A horizontal kernel's launch options on a GPU (its block, warps and compile options)."""
+    return {"BLOCK": block, "num_warps": GPU_WARPS, **gpu_compile_options()}
 
 
 def _table_layout(
