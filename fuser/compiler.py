@@ -209,13 +209,15 @@ def compile_graph(
     if backward:
         return CompiledBackwardGraph(graph_module, steps, slots, frees, binder)
     compiled = CompiledGraph(graph_module, steps, slots, frees, binder)
-    # A graph that launches nothing (Dynamo's resume functions often are) has nothing to replay.
-    launches = any(isinstance(s, (KernelStep, HorizontalStep)) or getattr(s, "counted", True) for s in steps)
+    # A graph that launches nothing (views and getitems only: Dynamo's resume functions often are) has
+    # nothing to replay.
+    launches = any(not isinstance(s, EagerStep) or s.counted for s in steps)
     if launches and options.cuda_graphs_for(example_inputs):
         reason = cuda_graphs.unqualified_reason(graph)
         if reason is None:
+            positions = cuda_graphs.output_positions(graph)
             return cuda_graphs.ReplayedGraph(
-                compiled, compiled.device_tables, f"graph of {len(steps)} step(s)"
+                compiled, compiled.device_tables, positions, f"graph of {len(steps)} step(s)"
             )
         log.debug("not replayed as a CUDA graph: %s", reason)
     return compiled

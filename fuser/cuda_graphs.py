@@ -45,9 +45,9 @@ def unqualified_reason(graph: fx.Graph) -> str | None:
         if not isinstance(value, torch.Tensor) or value.device.type != "cuda":
             return f"input {node.name} is not a CUDA tensor ({type(value).__name__})"
     (output,) = [n for n in graph.nodes if n.op == "output"]
-    for node in output.all_input_nodes:
-        if node.op != "placeholder":
-            return f"output {node.name} is not one of the inputs"
+    for value in output.args[0]:
+        if not isinstance(value, fx.Node) or value.op != "placeholder":
+            return f"output {value} is not one of the inputs"
     for node in graph.nodes:
         if node.op == "call_function" and torch.Tag.nondeterministic_seeded in getattr(
             node.target, "tags", ()
@@ -56,20 +56,29 @@ def unqualified_reason(graph: fx.Graph) -> str | None:
     return None
 
 
+def output_positions(graph: fx.Graph) -> list[int]:
+    """A qualifying graph's outputs, as positions among its inputs."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    return [placeholders.index(node) for node in output.args[0]]
+
+
 class ReplayedGraph:
     """Wraps a compiled graph's call: runs it as usual, or replays its CUDA graph (module docstring)."""
 
     _boxed_call = True
 
-    def __init__(self, run: Callable[[list], Any], keep_alive: Callable[[], list], name: str):
+    def __init__(
+        self, run: Callable[[list], Any], keep_alive: Callable[[], list], outputs: list[int], name: str
+    ):
         self.run = run  # the compiled graph's own call (boxed: it clears its argument list)
         self.keep_alive = keep_alive  # device tensors its launches read besides the inputs (tables)
+        self.outputs = outputs  # its outputs, as positions among its inputs (`output_positions`)
         self.name = name
         self.previous: list[int] | None = None  # the last call's input addresses
         self.addresses: list[int] | None = None  # the captured graph's
         self.graph: torch.cuda.CUDAGraph | None = None
         self.held: list = []  # what the captured graph reads that nothing else may keep alive
-        self.outputs: list[int] = []  # the captured call's outputs, as input positions
         self.counts: dict[str, int] = {}  # counters one call bumps, bumped again at each replay
         self.captures = 0
         self.disabled = False
@@ -91,12 +100,11 @@ class ReplayedGraph:
 
     def _capture(self, args: list, addresses: list[int]) -> list | None:
         self.captures += 1
-        inputs = list(args)
         before = metrics.counters()
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph):
-                outputs = self.run(list(inputs))
+                self.run(list(args))
         except Exception as error:  # any failure: this graph is run as usual from now on
             log.info(
                 "fuser: %s is not replayed as a CUDA graph: %s: %s", self.name, type(error).__name__, error
@@ -104,18 +112,13 @@ class ReplayedGraph:
             self.disabled = True
             return None
         after = metrics.counters()
-        ids = {id(t): i for i, t in enumerate(inputs)}
-        if any(id(o) not in ids for o in outputs):  # unqualified_reason rules this out; never replay it
-            log.info("fuser: %s returned a tensor that is not an input; not replayed", self.name)
-            self.disabled = True
-            return None
         self.graph, self.addresses, self.held = graph, addresses, self.keep_alive()
-        self.outputs = [ids[id(o)] for o in outputs]
         self.counts = {name: after[name] - before[name] for name in after if after[name] != before[name]}
+        outputs = [args[i] for i in self.outputs]
         args.clear()
         graph.replay()  # the capture ran nothing: this call's work
         self._count()
-        return list(outputs)
+        return outputs
 
     def _count(self) -> None:
         # A replay launches what the captured call launched: the counters say so (the perf gate counts

@@ -44,6 +44,7 @@ def test_a_graph_that_only_writes_its_cuda_inputs_qualifies():
     assert cuda_graphs.unqualified_reason(graph_of(in_place, "cuda", "cuda")) is None
     returns_input = graph_of(lambda g, xs: (xs[1],), "cuda", "cuda")
     assert cuda_graphs.unqualified_reason(returns_input) is None
+    assert cuda_graphs.output_positions(returns_input) == [1]
 
 
 def test_a_cpu_input_a_fresh_output_or_a_random_op_disqualifies():
@@ -93,7 +94,7 @@ def replayed(fail=False):
         fuser.metrics.bump("kernels_launched", 2)
         return [runs[-1][0]]
 
-    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph"), runs
+    return cuda_graphs.ReplayedGraph(run, lambda: [], [0], "test graph"), runs
 
 
 def test_captured_when_addresses_repeat_then_replayed_while_they_hold(stand_in):
