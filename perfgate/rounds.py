@@ -48,16 +48,28 @@ def _environment(tree: Tree) -> dict[str, str]:
     return env
 
 
-def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[int, str]:
-    process = subprocess.Popen(
+def _start(command: list[str], tree: Tree, stdout: int) -> subprocess.Popen:
+    """A process of `tree`: in its directory, its environment, a process group of its own (valgrind's
+    children included, killed together by `_stop`)."""
+    return subprocess.Popen(
         command,
         cwd=tree.path,  # `python -m` puts the working directory first on sys.path: it must be the tree
         env=_environment(tree),
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=True,  # its own process group: valgrind children included, killed together
+        start_new_session=True,
     )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[int, str]:
+    process = _start(command, tree, subprocess.PIPE)
     if cpus:  # before the interpreter has started any thread: they all inherit it
         with contextlib.suppress(ProcessLookupError):
             os.sched_setaffinity(process.pid, cpus)
@@ -66,9 +78,7 @@ def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[
     except subprocess.TimeoutExpired:
         raise GateError(f"the {tree.role} tree's measuring process ran past {PROCESS_TIMEOUT_S} s") from None
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        _stop(process)
     return process.returncode, output
 
 
@@ -100,33 +110,23 @@ class Rounds:
         measuring process otherwise compiled everything alone: 419 s of a 570 s budget on an H200
         (docs/perfgate.md, 2026-11-26). A workload that fails here fails again where it is measured."""
         started = time.monotonic()
-        jobs = [(tree, name) for tree in self.order for name in workloads]
         running: list[subprocess.Popen] = []
         try:
-            for number, (tree, name) in enumerate(jobs):
+            for number, (tree, name) in enumerate((t, n) for t in self.order for n in workloads):
                 while len(running) >= processes:
                     running.pop(0).wait(timeout=PROCESS_TIMEOUT_S)
                 spec = self.scratch / f"warm-{number}-{tree.role}-{name}.json"
                 spec.write_text(json.dumps(self.spec | {"workloads": [name], "warm": True}))
-                running.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "perfgate.worker", str(spec), str(spec) + ".out"],
-                        cwd=tree.path,
-                        env=_environment(tree),
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        start_new_session=True,
-                    )
-                )
+                command = [sys.executable, "-m", "perfgate.worker", str(spec), f"{spec}.out"]
+                running.append(_start(command, tree, subprocess.DEVNULL))
             for process in running:
                 process.wait(timeout=PROCESS_TIMEOUT_S)
         finally:
             for process in running:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                _stop(process)
+        seconds = time.monotonic() - started
         self.log(
-            f"compiled {len(workloads)} workload(s) in {len(self.order)} tree(s) beforehand in {time.monotonic() - started:.0f} s"
+            f"compiled {len(workloads)} workload(s) in {len(self.order)} tree(s) beforehand in {seconds:.0f} s"
         )
 
     def run(self, workloads: list[str]) -> None:
