@@ -47,8 +47,8 @@ class Options:
     fuse: bool = True
     # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
     # that run the same computation over different tensors. None (the default): on for CPU tensors
-    # (Triton's interpreter); off for CUDA until the cold compile of the perf gate's adam_step with it
-    # is understood (docs/gpu-runs.md, 2026-11-26); FUSER_HORIZONTAL=1 or 0 sets it everywhere.
+    # (Triton's interpreter); off for CUDA until a GPU run re-times the perf gate's adam_step compile
+    # after its fix (docs/gpu-runs.md, 2026-11-26); FUSER_HORIZONTAL=1 or 0 sets it everywhere.
     horizontal: bool | None = None
     # What happens to an op the validation manifest does not enable on this architecture
     # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
@@ -62,7 +62,7 @@ class Options:
     def horizontal_for(self, example_inputs: list[Any]) -> bool:
         """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
         that feed it): as asked, else on for the interpreter and off for CUDA (docs/gpu-runs.md,
-        2026-11-26: right and fast on an H200, but one perf-gate workload's cold compile open)."""
+        2026-11-26: right and fast on an H200; its slow cold compile fixed, not yet re-timed there)."""
         if self.horizontal is not None:
             return self.horizontal
         return not _on_cuda(example_inputs)
