@@ -32,14 +32,18 @@ def main(directories: list[str]) -> int:
             for row in results:
                 rows[kind, row["variant"]].append(row)
     print(f"{len(directories)} runs")
-    print("| optimizer | variant | ms per step: median (min-max) | kernel ms median | kernels | copy rate % of median | runs |")
+    print(
+        "| optimizer | variant | ms per step: median (min-max) | kernel ms median | kernels | copy rate % of median | runs |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for (kind, variant), runs in rows.items():
         ms = [r["ms_per_step"] for r in runs]
         kernel_ms = [r["kernel_ms_per_step"] for r in runs if r.get("kernel_ms_per_step") is not None]
         median = statistics.median(ms)
         # copy_rate_fraction = fewest bytes / time / copy rate: scale one run's to the median time
-        fractions = [r["copy_rate_fraction"] * r["ms_per_step"] / median for r in runs if r["copy_rate_fraction"]]
+        fractions = [
+            r["copy_rate_fraction"] * r["ms_per_step"] / median for r in runs if r["copy_rate_fraction"]
+        ]
         rate = f"{100 * statistics.median(fractions):.0f}" if fractions else "-"
         kernels = sorted({r["kernels_per_step"] for r in runs})
         kernel_median = f"{statistics.median(kernel_ms):.3f}" if kernel_ms else "-"
