@@ -145,6 +145,6 @@ def fuser_backend(
         example_inputs,
         fw_compiler=forward,
         bw_compiler=backward,
-        decompositions=decomposition_table(foreach=chosen.fuse and chosen.horizontal_for(example_inputs)),
+        decompositions=decomposition_table(foreach=chosen.fuse and chosen.horizontal),
         keep_inference_input_mutations=True,
     )

@@ -140,7 +140,7 @@ def compile_graph(
     graph = miscompiles.rewrite("graph", graph_module.graph, backward=backward)  # testing only
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
-    if options.fuse and options.horizontal_for(example_inputs):
+    if options.fuse and options.horizontal:
         plan, generated = horizontal.batch(plan, generated)
     plan, into = inplace.fold(plan, generated)
     for node, reason in plan.fallbacks:

@@ -46,10 +46,9 @@ class Options:
     # tests compare fusion against.
     fuse: bool = True
     # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
-    # that run the same computation over different tensors. None (the default): on for CPU tensors
-    # (Triton's interpreter); off for CUDA until a GPU run re-times the perf gate's adam_step compile
-    # after its fix (docs/gpu-runs.md, 2026-11-26); FUSER_HORIZONTAL=1 or 0 sets it everywhere.
-    horizontal: bool | None = None
+    # that run the same computation over different tensors. On by default (interpreter and CUDA:
+    # docs/gpu-runs.md, 2026-11-26, H200 and H100); FUSER_HORIZONTAL=1 or 0 sets the default.
+    horizontal: bool = True
     # What happens to an op the validation manifest does not enable on this architecture
     # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
     # purpose, while developing or validating a lowering. FUSER_UNVALIDATED sets the default.
@@ -59,21 +58,13 @@ class Options:
     # CUDA graphs that get horizontal fusion; FUSER_CUDA_GRAPHS=1 or 0 sets it.
     cuda_graphs: bool | None = None
 
-    def horizontal_for(self, example_inputs: list[Any]) -> bool:
-        """Whether a graph over these inputs gets horizontal fusion (and the foreach decompositions
-        that feed it): as asked, else on for the interpreter and off for CUDA (docs/gpu-runs.md,
-        2026-11-26: right and fast on an H200; its slow cold compile fixed, not yet re-timed there)."""
-        if self.horizontal is not None:
-            return self.horizontal
-        return not _on_cuda(example_inputs)
-
     def cuda_graphs_for(self, example_inputs: list[Any]) -> bool:
         """Whether a qualifying graph over these inputs is replayed as a CUDA graph: as asked, else
         where its inputs are on a GPU and it gets horizontal fusion (what the recorded GPU runs
         validated together)."""
         if self.cuda_graphs is not None:
             return self.cuda_graphs
-        return _on_cuda(example_inputs) and self.horizontal_for(example_inputs)
+        return _on_cuda(example_inputs) and self.horizontal
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -90,7 +81,7 @@ class Options:
             "strict": _env_flag("FUSER_STRICT"),
             "log": _env_flag("FUSER_LOG"),
             "fuse": True,
-            "horizontal": {"1": True, "0": False}.get(os.environ.get("FUSER_HORIZONTAL", "")),
+            "horizontal": os.environ.get("FUSER_HORIZONTAL", "1") != "0",
             "cuda_graphs": {"1": True, "0": False}.get(os.environ.get("FUSER_CUDA_GRAPHS", "")),
             "unvalidated": _env_choice("FUSER_UNVALIDATED", UNVALIDATED_CHOICES),
         }

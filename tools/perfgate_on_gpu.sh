@@ -10,6 +10,9 @@
 #   catch1-unpinned: catch1 again with PERFGATE_UNPINNED=1 (what pinning the processes buys);
 #   default: one A/B gate of the default workload set (every workload, default budget), head against
 #      HEAD, timed: issue 12's "one gate within 8 minutes" (STEPS=default runs it alone);
+#   update: python -m perfgate update (every workload, this device) and a copy of the rewritten
+#      perfgate/baselines/<arch>.json in $OUT: the committed file's counts and this device's history;
+#   FRESH=1 empties Triton's and the fuser's kernel caches before the first gate (a fresh machine's state);
 #   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
 #      (with the time left; STEPS=spread runs it alone).
 # Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
@@ -41,6 +44,10 @@ if [[ -n "$(git status --porcelain --untracked-files=no)" ]]; then
     exit 1
 fi
 
+if [[ -n "${FRESH:-}" ]]; then
+    rm -rf ~/.triton/cache "${TMPDIR:-/tmp}"/fuser-kernels-*
+    echo "FRESH: Triton's and the fuser's kernel caches emptied"
+fi
 only=()
 for w in $WORKLOADS; do only+=(--workload "$w"); done
 ab() {  # ab NAME CAP RESERVE SEED [ENV=VALUE]: one A/B gate of HEAD against HEAD
@@ -56,6 +63,12 @@ ab catch2 160 0 3 "$PLANT"
 # The same as catch1 with the measuring processes not pinned (what pinning buys, on the same machine).
 ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
 step default 580 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD --seed 5 --out "$OUT/default"
+update() {
+    "$PYTHON" -m perfgate update --tier gpu && mkdir -p "$OUT/baselines" && cp perfgate/baselines/*.json "$OUT/baselines/"
+    git diff --stat -- perfgate/baselines/
+}
+export -f update
+step update 200 0 bash -c update
 step spread 150 0 "$PYTHON" -m perfgate.spread --workload adam_step --processes 3 --out "$OUT/spread"
 
 printf '\n=== steps ===\n'

@@ -128,14 +128,16 @@ def test_at_most_three_captures_and_none_after_a_failure(stand_in):
     assert failing.disabled and failing.captures == 1
 
 
-def test_by_default_cuda_graphs_come_with_horizontal_fusion_on_cuda_only(monkeypatch):
+def test_by_default_horizontal_fusion_is_on_and_cuda_graphs_come_with_it_on_cuda_only(monkeypatch):
     monkeypatch.delenv("FUSER_HORIZONTAL", raising=False)
     monkeypatch.delenv("FUSER_CUDA_GRAPHS", raising=False)
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
     default = fuser.options.Options.from_dict({})
-    assert not default.horizontal_for(on_gpu) and not default.cuda_graphs_for(on_gpu)
-    assert default.horizontal_for(on_cpu) and not default.cuda_graphs_for(on_cpu)
+    assert default.horizontal and default.cuda_graphs_for(on_gpu) and not default.cuda_graphs_for(on_cpu)
+    assert not fuser.options.Options.from_dict({"horizontal": False}).cuda_graphs_for(on_gpu)
+    monkeypatch.setenv("FUSER_HORIZONTAL", "0")
+    assert not fuser.options.Options.from_dict({}).horizontal
     horizontal = fuser.options.Options.from_dict({"horizontal": True})
     assert horizontal.cuda_graphs_for(on_gpu) and not horizontal.cuda_graphs_for(on_cpu)
     assert not fuser.options.Options.from_dict({"horizontal": True, "cuda_graphs": False}).cuda_graphs_for(
