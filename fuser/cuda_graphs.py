@@ -114,6 +114,8 @@ class ReplayedGraph:
         after = metrics.counters()
         self.graph, self.addresses, self.held = graph, addresses, self.keep_alive()
         self.counts = {name: after[name] - before[name] for name in after if after[name] != before[name]}
+        for name, amount in self.counts.items():  # the capture launched nothing; the replay below counts
+            metrics.bump(name, -amount)
         outputs = [args[i] for i in self.outputs]
         args.clear()
         graph.replay()  # the capture ran nothing: this call's work

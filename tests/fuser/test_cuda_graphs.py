@@ -101,12 +101,15 @@ def test_captured_when_addresses_repeat_then_replayed_while_they_hold(stand_in):
     call, runs = replayed()
     a, b = torch.zeros(3), torch.zeros(5)
     assert call([a, b])[0] is a and len(runs) == 1 and not stand_in  # first call: run as usual
+    fuser.reset_counters()
     assert call([a, b])[0] is a and len(stand_in) == 1 and stand_in[0].replays == 1  # captured, replayed
     assert len(runs) == 2  # the capture ran the graph's launches once (under the stream capture)
+    # The capturing call counts its launches once, as any call does (the perf gate counts them per call).
+    assert fuser.counters()["kernels_launched"] == 2
     outputs = call([a, b])
     assert outputs[0] is a and stand_in[0].replays == 2 and len(runs) == 2
     counts = fuser.counters()
-    assert counts["graph_replays"] == 2 and counts["kernels_launched"] == 3 * 2 + 2  # 2 runs + 2 replays
+    assert counts["graph_replays"] == 2 and counts["kernels_launched"] == 2 * 2
     moved = torch.zeros(5)
     call([a, moved])  # an input moved: run as usual, never the stale graph
     assert stand_in[0].replays == 2 and len(runs) == 3
