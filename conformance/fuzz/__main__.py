@@ -1,12 +1,14 @@
-"""`python -m conformance.fuzz --examples N --seed S --backend B --device D --profile P`."""
+"""`python -m conformance.fuzz --examples N --seed S --backend B --device D --profile P [--op OP]`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from conformance.fuzz.run import PROFILES, fuzz
+from conformance.fuzz.run import PROFILES, FuzzReport, fuzz
+from conformance.fuzz.vocab import BY_NAME
 from conformance.runner import resolve_backend
 
 
@@ -24,11 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("reports/fuzz"), help="where repro_<id>.py go")
     parser.add_argument("--max-nodes", type=int, default=5, help="the most nodes a program has")
     parser.add_argument("--no-backward", action="store_true", help="compare outputs only, not gradients")
+    parser.add_argument("--op", help="every program calls this op at least once (e.g. aten.sub.Tensor)")
+    parser.add_argument("--json", type=Path, help="also write the result here (for conformance.validate)")
     options = parser.parse_args(argv)
     try:
         resolve_backend(options.backend)
     except ValueError as error:
         parser.error(str(error))
+    if options.op is not None and options.op not in BY_NAME:
+        parser.error(f"--op {options.op}: not in the fuzzer's vocabulary (conformance/fuzz/vocab.py)")
     if options.examples is not None and options.examples < 1:
         parser.error(f"--examples {options.examples}: must be at least 1")
     report = fuzz(
@@ -40,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         out=options.out,
         backward=not options.no_backward,
         max_nodes=options.max_nodes,
+        require_op=options.op,
     )
     print(report.summary())
     if report.mostly_vacuous:
@@ -47,7 +54,20 @@ def main(argv: list[str] | None = None) -> int:
             f"FAILED: {report.counts['vacuous']} programs compiled nothing against {report.counts['pass']} "
             "checked: the run proves little (for the fuser, FUSER_UNVALIDATED=fuse fuzzes its lowerings)"
         )
+    if options.json is not None:
+        options.json.write_text(json.dumps(_result(report), indent=1) + "\n")
     return 1 if report.failure is not None or report.mostly_vacuous else 0
+
+
+def _result(report: FuzzReport) -> dict:
+    return {
+        "counts": dict(report.counts),
+        "failed": report.failure is not None,
+        "mostly_vacuous": report.mostly_vacuous,
+        "message": report.message,
+        "repro": str(report.repro) if report.repro else None,
+        "seconds": round(report.seconds, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -124,9 +124,11 @@ def fuzz(
     vocab: tuple[FuzzOp, ...] = VOCABULARY,
     max_nodes: int = 5,
     shrink_budget: int | None = None,
+    require_op: str | None = None,
 ) -> FuzzReport:
     """Fuzz `backend` on `device`; on a failure, shrink it and write `out/repro_<id>.py`. Shrinking
-    stops compiling new programs after `shrink_budget` of them (default: the profile's)."""
+    stops compiling new programs after `shrink_budget` of them (default: the profile's). With
+    `require_op`, every program calls that vocabulary op (validation's fuzz stage)."""
     if shrink_budget is None:
         shrink_budget = SHRINK_BUDGETS[profile]
     report = FuzzReport(backend, device, profile)
@@ -153,7 +155,7 @@ def fuzz(
             raise AssertionError(outcome.message)
 
     settings = settings_for(profile, examples, backend, device, seeded=seed is not None)
-    test = settings(given(programs(vocab, max_nodes))(one))
+    test = settings(given(programs(vocab, max_nodes, require_op=require_op))(one))
 
     def judge(program: Program) -> Outcome:
         # The greedy pass has a budget of its own: hypothesis may have spent the shrinking one.
@@ -177,6 +179,7 @@ def fuzz(
     if "program" in last:
         report.failure, report.message = last["program"], last["message"]
         found = f"profile {profile}" + (f", seed {seed}" if seed is not None else "")
+        found += f", --op {require_op}" if require_op else ""
         report.repro, report.new_repro = write_repro(
             report.failure,
             report.message,

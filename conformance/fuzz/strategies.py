@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from conformance.fuzz.program import VIEW_KINDS, Input, Node, Operand, Program, View
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
-from conformance.runner import overlaps_itself
+from conformance.runner import overlaps_itself, supported_dtypes
 from conformance.samples import SCALARS
 from conformance.values import DTYPES, LAYOUTS, replicate
 
@@ -86,24 +86,27 @@ class NodeDraw:
     cast: str | None  # its result then cast to this dtype (`.to(dtype)`, as mixed precision does)
 
 
-def input_draws() -> st.SearchStrategy[InputDraw]:
+def input_draws(dtypes: tuple[str, ...] = FUZZ_DTYPES) -> st.SearchStrategy[InputDraw]:
     return st.builds(
         InputDraw,
         drop=st.integers(0, 1),
         ones=st.integers(0, 3),
-        dtype=st.sampled_from(FUZZ_DTYPES),
+        dtype=st.sampled_from(dtypes),
         layout=st.sampled_from(LAYOUTS),
         specials=st.booleans(),
     )
 
 
-def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
+def node_draws(vocab: tuple[FuzzOp, ...], only: int | None = None) -> st.SearchStrategy[NodeDraw]:
+    """Node draws; with `only`, of that vocabulary index alone."""
     index = {op.name: i for i, op in enumerate(vocab)}
     common = [index[name] for name in COMMON if name in index]
     pointwise = [i for i, op in enumerate(vocab) if op.kind == "pointwise"]
     reductions = [i for i, op in enumerate(vocab) if op.kind == "reduction"]
     # The common ops twice: half the nodes are one of them, the rest any pointwise op or reduction.
     choices = [st.sampled_from(group) for group in (common, common, pointwise, reductions) if group]
+    if only is not None:
+        choices = [st.just(only)]
     view = st.tuples(st.integers(0, 2), st.sampled_from(VIEW_KINDS), st.integers(0, 23), st.integers(0, 5))
     return st.builds(
         NodeDraw,
@@ -122,19 +125,54 @@ def node_draws(vocab: tuple[FuzzOp, ...]) -> st.SearchStrategy[NodeDraw]:
 
 @st.composite
 def programs(
-    draw, vocab: tuple[FuzzOp, ...] = VOCABULARY, max_nodes: int = 5, max_inputs: int = 3
+    draw,
+    vocab: tuple[FuzzOp, ...] = VOCABULARY,
+    max_nodes: int = 5,
+    max_inputs: int = 3,
+    require_op: str | None = None,
 ) -> Program | None:
     """A random program, or None where no node could be resolved (the caller rejects it). Its inputs'
     shapes derive from one base shape (fewer leading dims, some dims of size 1), as a real program's
-    do, so that most pairs broadcast."""
+    do, so that most pairs broadcast. With `require_op` (a vocabulary op's name), every program calls
+    that op at least once (or its in-place twin), among other drawn nodes; None where it could not."""
     base = draw(st.lists(st.sampled_from(SIZES), max_size=3).map(tuple))
     long_at = draw(st.sampled_from(LONG_AT))
     if base and long_at is not None:
         base = tuple(LONG if d == long_at % len(base) else size for d, size in enumerate(base))
-    inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
-    nodes = draw(st.lists(node_draws(vocab), min_size=2, max_size=max_nodes))
+    if require_op is None:
+        inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
+        nodes = draw(st.lists(node_draws(vocab), min_size=2, max_size=max_nodes))
+    else:
+        only = [op.name for op in vocab].index(require_op)
+        needed = [draw(d) for d in _inputs_for(vocab[only])]
+        inputs = needed + draw(st.lists(input_draws(), max_size=max(0, max_inputs - len(needed))))
+        nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes - 1))
+        # One more node is the required op's, at a drawn place among the others: it reads values
+        # computed before it and is read by those after, as any node is.
+        nodes.insert(draw(st.integers(0, len(nodes))), draw(node_draws(vocab, only)))
     seed = draw(st.integers(0, 1000))
-    return resolve(base, inputs, nodes, seed, vocab)
+    program = resolve(base, inputs, nodes, seed, vocab)
+    if program is not None and require_op is not None and not calls(program, require_op, vocab):
+        return None  # the resolution left the required node out (no operand of a dtype it takes)
+    return program
+
+
+def _inputs_for(op: FuzzOp) -> list[st.SearchStrategy[InputDraw]]:
+    """Inputs a required op can read whatever else is drawn: one in a dtype eager accepts for it (a
+    bitwise op takes no float, which most inputs are), and a bool one where it takes a mask (where)."""
+    if op.name not in _EAGER_DTYPES:  # the spec lists every dtype; eager's samples say which it takes
+        _EAGER_DTYPES[op.name] = tuple(supported_dtypes(op.spec, "cpu"))
+    takes = tuple(d for d in FUZZ_DTYPES if d in _EAGER_DTYPES[op.name]) or FUZZ_DTYPES
+    masks = any(kind == "mask" for _, kind in op.operands)
+    return [input_draws(takes)] + [input_draws(("bool",))] * masks
+
+
+_EAGER_DTYPES: dict[str, tuple[str, ...]] = {}
+
+
+def calls(program: Program, op: str, vocab: tuple[FuzzOp, ...] = VOCABULARY) -> bool:
+    """Whether `program` calls the vocabulary op `op` (or its in-place twin)."""
+    return any(_by_name(vocab, node.op).name == op for node in program.nodes)
 
 
 def smaller(program: Program) -> list[Program]:
