@@ -105,7 +105,8 @@ def perfgate(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
-    """Validate ops for fusion on this machine's arch, writing their manifest entries (`-- aten.i0.default`)."""
+    """Validate ops for fusion on this machine's arch, writing their manifest entries (`-- aten.i0.default`);
+    its options pass through (`-- --fuzz-examples 50 aten.i0.default`: the fuzz stage's budget, 0 turns it off)."""
     session.install(TORCH)
     session.install("-e", ".[test]")
     session.run("python", "-m", "conformance.validate", *session.posargs, env={"FUSER_STRICT": "1"})

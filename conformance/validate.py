@@ -7,6 +7,11 @@ table, and writes the op's manifest entry only if every case passed or is a ledg
 failure. A dtype with an expected failure is left out of the entry (not validated); any other
 failure writes nothing, prints each failing case with its rerun command, and makes the exit status 1.
 
+Then the fuzz stage: `--fuzz-examples N` random programs (conformance/fuzz/), each calling the op among
+other ops, with the same backend, device and forced lowering; a failure fails the op as a failing
+case does (its repro and rerun command printed), a pass records `fuzz = <programs passed>` in the
+entry. Ops the fuzzer cannot require (views, prims, backward ops) skip it, saying why.
+
 `--all-unvalidated` validates every op the fuser lowers that has no fresh entry (none, or stale).
 Progress is recorded (`--progress`), so a rerun after an interruption continues where it stopped
 and does not retry an op that failed at the same lowering (`--retry-failed` does).
@@ -20,8 +25,10 @@ import argparse
 import dataclasses
 import datetime
 import fcntl
+import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,6 +43,7 @@ import torch
 from conformance import report
 from conformance.caseid import DTYPES
 from conformance.catalog import SPECS
+from conformance.fuzz.vocab import BY_NAME as FUZZ_VOCABULARY
 from conformance.plugin import cases, rerun_command
 from fuser import lowerings, validation
 
@@ -68,6 +76,22 @@ def arch_for(device: str) -> str:
 
 
 @dataclass
+class FuzzStage:
+    status: str  # passed | FAILED | skipped | off | not run
+    passed: int = 0  # programs checked that passed (the manifest's `fuzz`)
+    note: str = ""  # why it was skipped or off, or what failed
+    seconds: float = 0.0
+    repro: str | None = None  # the failing program's standalone script
+
+    def cell(self) -> str:
+        if self.status == "passed":
+            return f"{self.passed} passed in {self.seconds:.0f} s"
+        if self.repro:
+            return f"FAILED after {self.passed} passed: {Path(self.repro).name}"
+        return f"{self.status}: {self.note}"
+
+
+@dataclass
 class Verdict:
     op: str
     cases: int
@@ -77,6 +101,7 @@ class Verdict:
     seconds: float
     eager_dtypes: tuple[str, ...] = ()  # passed, but the fuser ran the op eagerly: not validated
     outcome: str = ""  # validated | failed | nothing validated (no dtype to write)
+    fuzz: FuzzStage | None = None
 
     @property
     def ok(self) -> bool:
@@ -150,6 +175,96 @@ def ran_eagerly(op: str, dtypes: tuple[str, ...], device: str) -> list[str]:
     return eager
 
 
+# --- the fuzz stage ----------------------------------------------------------------------------------
+
+DEFAULT_FUZZ_EXAMPLES = 200  # about 20 s an op on a 2-core CPU (docs/validation.md, "The fuzz stage")
+
+
+def fuzz_skip_reason(op: str) -> str | None:
+    """Why the fuzz stage cannot require `op` in its programs; None where it can."""
+    if op in FUZZ_VOCABULARY:
+        return None
+    if op in PROXIES:
+        return f"not in the fuzzer's vocabulary: reached only inside {', '.join(PROXIES[op])}"
+    category = SPECS[op].category if op in SPECS else ""
+    if category == "view":
+        return "not in the fuzzer's vocabulary: views are steps on its operands, not ops it can require"
+    if category == "backward":
+        return "not in the fuzzer's vocabulary: a backward op, reached only through autograd"
+    return "not in the fuzzer's vocabulary (conformance/fuzz/vocab.py)"
+
+
+def fuzz_arguments(op: str, backend: str, device: str, examples: int, out: Path) -> list[str]:
+    """The arguments of `python` for `op`'s fuzz run. Its seed derives from the op's name: a rerun
+    draws the same programs, and each op its own."""
+    seed = int.from_bytes(hashlib.sha256(op.encode()).digest()[:4], "big")
+    return [
+        *("-m", "conformance.fuzz", "--profile", "ci", "--op", op),
+        *("--examples", str(examples), "--seed", str(seed)),
+        *("--backend", backend, "--device", device, "--out", str(out)),
+    ]
+
+
+def fuzz_failure(op: str, stage: FuzzStage, backend: str, rerun: list[str]) -> tuple[str, str, str]:
+    """The fuzz stage's failure as a failing case: (what, outcome, how to rerun it)."""
+    opt_in = "FUSER_UNVALIDATED=fuse " if backend == "fuser" else ""  # else the gate runs it eagerly
+    command = f"{opt_in}python {shlex.join(rerun)}"
+    if stage.repro:
+        command = f"{opt_in}python {stage.repro}\n    the fuzz run: {command}"
+    return (f"{op} fuzz stage ({stage.passed} programs passed, then one failed)", stage.note, command)
+
+
+def run_fuzz(op: str, backend: str, device: str, examples: int, out: Path, log_dir: Path) -> FuzzStage:
+    """`examples` random programs that each call `op`, in a fresh process (hypothesis also draws
+    constants from the modules loaded, so only a fresh process draws the same programs on every rerun),
+    with the op's lowering forced on as in the conformance stage."""
+    if examples == 0:
+        return FuzzStage("off", note="--fuzz-examples 0")
+    reason = fuzz_skip_reason(op)
+    if reason:
+        return FuzzStage("skipped", note=reason)
+    started = time.monotonic()
+    log_path = log_dir / f"{op}.fuzz.log"
+    with tempfile.TemporaryDirectory(prefix="validate-fuzz-") as scratch:
+        result_path = Path(scratch) / "result.json"
+        arguments = fuzz_arguments(op, backend, device, examples, out)
+        command = [sys.executable, *arguments, "--json", str(result_path)]
+        env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
+        with log_path.open("w") as log:
+            subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        result = json.loads(result_path.read_text()) if result_path.exists() else None
+    seconds = time.monotonic() - started
+    if result is None:
+        return FuzzStage("FAILED", note=f"the fuzzer wrote no result (see {log_path})", seconds=seconds)
+    passed = result["counts"].get("pass", 0)
+    if result["failed"]:
+        return FuzzStage("FAILED", passed, _first_words(result["message"]), seconds, repro=result["repro"])
+    if result["mostly_vacuous"] or passed == 0:
+        counts = ", ".join(f"{n} {what}" for what, n in sorted(result["counts"].items()))
+        return FuzzStage("FAILED", passed, f"it checked too little ({counts}; see {log_path})", seconds)
+    return FuzzStage("passed", passed, seconds=seconds)
+
+
+def _first_words(message: str) -> str:
+    """The oracle's complaint in one line: its first, and the next where the first only introduces it
+    ("the compiled program raised X: backend=... raised:")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()] or ["(no message)"]
+    first = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else lines[0]
+    return first[:400]
+
+
+def fuzz_stage(verdict: Verdict, args: argparse.Namespace) -> FuzzStage:
+    """The fuzz stage of a verdict, run only after its conformance cases passed; a failure joins the
+    verdict's failing cases (nothing is then written)."""
+    if not verdict.ok:
+        return FuzzStage("not run", note="conformance failed")
+    stage = run_fuzz(verdict.op, args.backend, args.device, args.fuzz_examples, args.fuzz_out, args.logs)
+    if stage.status == "FAILED":
+        rerun = fuzz_arguments(verdict.op, args.backend, args.device, args.fuzz_examples, args.fuzz_out)
+        verdict.failures.append(fuzz_failure(verdict.op, stage, args.backend, rerun))
+    return stage
+
+
 # --- the manifest file --------------------------------------------------------------------------------
 
 HEADER = """\
@@ -215,6 +330,7 @@ def write_entry(path: Path, verdict: Verdict, backend: str, device: str, arch: s
         "triton": _triton_version(),
         "date": datetime.date.today().isoformat(),
         "cases": verdict.cases,
+        **({"fuzz": verdict.fuzz.passed} if verdict.fuzz and verdict.fuzz.status == "passed" else {}),
         "commit": commit_id(),
         "fingerprint": lowerings.fingerprint(verdict.op, arch) if backend == "fuser" else "-",
     }
@@ -263,13 +379,15 @@ def unvalidated(manifest: Path, arch: str) -> list[str]:
 
 def table(verdicts: list[Verdict]) -> str:
     rows = [
-        "| op | cases | verdict | dtypes passed | expected failures (not validated) | ran eagerly | time |"
+        "| op | cases | verdict | dtypes passed | expected failures (not validated) | ran eagerly | fuzz "
+        "| time |"
     ]
-    rows.append("| --- | ---: | --- | --- | --- | --- | ---: |")
+    rows.append("| --- | ---: | --- | --- | --- | --- | --- | ---: |")
     for v in verdicts:
         rows.append(
             f"| {v.op} | {v.cases} | {v.outcome.replace('failed', 'FAILED')} | {', '.join(v.passed_dtypes) or '-'} | "
-            f"{', '.join(v.expected_dtypes) or '-'} | {', '.join(v.eager_dtypes) or '-'} | {v.seconds:.0f} s |"
+            f"{', '.join(v.expected_dtypes) or '-'} | {', '.join(v.eager_dtypes) or '-'} | "
+            f"{v.fuzz.cell() if v.fuzz else '-'} | {v.seconds:.0f} s |"
         )
     return "\n".join(rows)
 
@@ -288,7 +406,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops")
     parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
     parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers for each op's cases")
+    parser.add_argument(
+        "--fuzz-examples",
+        type=int,
+        default=DEFAULT_FUZZ_EXAMPLES,
+        help=f"random programs calling the op, after its cases pass (default {DEFAULT_FUZZ_EXAMPLES}; 0: off)",
+    )
+    parser.add_argument(
+        "--fuzz-out", type=Path, default=ROOT / "reports" / "validate" / "fuzz", help="where repros go"
+    )
     args = parser.parse_args(argv)
+    if args.fuzz_examples < 0:
+        parser.error(f"--fuzz-examples {args.fuzz_examples}: must be 0 (off) or more")
+    args.fuzz_out = args.fuzz_out.resolve()  # the fuzz run's directory is the repository's
     if bool(args.ops) == args.all_unvalidated:
         parser.error("name the ops to validate, or give --all-unvalidated (not both)")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -338,13 +468,18 @@ def main(argv: list[str] | None = None) -> int:
             runs[specs] = run_op(op, args.backend, args.device, args.logs, args.workers)
         verdict = dataclasses.replace(runs[specs], op=op, failures=list(runs[specs].failures))
         verdicts.append(verdict)
+        verdict.fuzz = fuzz_stage(verdict, args)
         entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
         verdict.outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
-        print(f"    {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s", flush=True)
+        print(
+            f"    {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s; fuzz: {verdict.fuzz.cell()}",
+            flush=True,
+        )
         progress[op] = {
             "outcome": verdict.outcome,
             "fingerprint": fingerprint,
             "cases": verdict.cases,
+            "fuzz": verdict.fuzz.cell(),
             "seconds": round(verdict.seconds, 1),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }

@@ -45,7 +45,7 @@ log = logging.getLogger("fuser")
 MANIFEST_DIR = Path(__file__).parent / "manifest"
 ARCH_PATTERN = re.compile(r"^(cpu|sm_\d{2,3}a?)$")
 FIELDS = ("op", "arch", "dtypes", "torch", "triton", "date", "cases", "commit", "fingerprint")
-OPTIONAL_FIELDS = ("device",)  # the GPU's name, for a CUDA arch
+OPTIONAL_FIELDS = ("device", "fuzz")  # device: the GPU's name (CUDA); fuzz: fuzz-stage programs passed
 VALIDATE_HINT = "validate it with `nox -s validate -- {op}` or opt in with FUSER_UNVALIDATED=fuse"
 
 
