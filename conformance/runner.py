@@ -157,6 +157,8 @@ class Program:
                 if name in spec.not_differentiated and isinstance(value, torch.Tensor)
             }
             call = f"op({', '.join(arguments)})"
+            if spec.results is not None:
+                call = f"checked({call})"
             if partner_name is not None:
                 call = f"combine({call}, {partner_name})"
             lines.append(f"        wrap_out({call}),")
@@ -173,6 +175,7 @@ class Program:
             "wrap_in": wrap_in or (lambda x: x),
             "wrap_out": _mapped(wrap_out) if wrap_out else (lambda y: y),
             "combine": _widened(spec.combine) if reference and spec.combine else spec.combine,
+            "checked": lambda result: tuple(result[i] for i in spec.results),
         }
 
     def function(self) -> Callable:
