@@ -449,6 +449,7 @@ def run_case(
             expected.inputs_after,
             expected.reference_inputs_after,
             tolerance,
+            None if mask is None else [fit(mask, value) for value in expected.inputs_after],
             signed_zeros=signs_defined,
         )
         if not verdict.ok:

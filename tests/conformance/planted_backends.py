@@ -2,6 +2,10 @@
 
 `wrong_silu_backward`: AOTAutograd with eager kernels, except that every `silu_backward` in the backward
 graph returns 1.5 times its value — the forward is right, some gradients are not.
+
+`i0_zero_at_inf`: AOTAutograd with eager kernels, except that `i0` gives 0 at ±inf, where the suite's spec
+leaves i0 unspecified (eager's CPU kernel gives inf there, its CUDA kernel nan): the suite must skip those
+positions in results and in the inputs an in-place op writes, and nowhere else.
 """
 
 from __future__ import annotations
@@ -27,3 +31,18 @@ def _scaled_silu_backward(gm: torch.fx.GraphModule, example_inputs):
 
 
 wrong_silu_backward = aot_autograd(fw_compiler=_eager, bw_compiler=_scaled_silu_backward)
+
+
+def _i0_zero_at_inf(gm: torch.fx.GraphModule, example_inputs):
+    for node in list(gm.graph.nodes):
+        if node.target is aten.i0.default:
+            with gm.graph.inserting_after(node):
+                infinite = gm.graph.call_function(aten.isinf.default, (node.args[0],))
+            with gm.graph.inserting_after(infinite):
+                zero = gm.graph.call_function(aten.where.ScalarSelf, (infinite, 0.0, node))
+            node.replace_all_uses_with(zero, delete_user_cb=lambda user, zero=zero: user is not zero)
+    gm.recompile()
+    return gm.forward
+
+
+i0_zero_at_inf = aot_autograd(fw_compiler=_i0_zero_at_inf, bw_compiler=_eager)

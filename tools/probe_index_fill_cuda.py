@@ -1,0 +1,41 @@
+"""Probe (issue 16 follow-up): index_fill.int_Tensor's gradient for `value` under the fuser on CUDA.
+
+    FUSER_UNVALIDATED=fuse FUSER_LOG=1 python tools/probe_index_fill_cuda.py
+
+Prints the backward graph the fuser receives, its log, and the compiled against eager gradient.
+"""
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from functorch.compile import make_boxed_func
+
+import fuser
+
+
+def program(x, v, idx):
+    return torch.ops.aten.index_fill.int_Tensor(x, 0, idx, v)
+
+
+def main():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(37, 7, device=device, requires_grad=True)
+    v = torch.tensor(2.0, device=device, requires_grad=True)
+    idx = torch.tensor([3, 5, 3, 0], device=device)
+    g = torch.randn(37, 7, device=device)
+    program(x, v, idx).backward(g)
+    want = v.grad.clone()
+    v.grad = None
+
+    def show(gm, example_inputs):
+        print(gm.code)
+        return make_boxed_func(gm.forward)
+
+    torch.compile(program, backend=aot_autograd(fw_compiler=show, bw_compiler=show))(x, v, idx).backward(g)
+    v.grad = None
+    torch._dynamo.reset()
+    torch.compile(program, backend="fuser")(x, v, idx).backward(g)
+    print("value's gradient: fuser", v.grad.item(), "eager", want.item(), fuser.counters())
+
+
+if __name__ == "__main__":
+    main()
