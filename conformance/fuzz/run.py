@@ -2,7 +2,7 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 300 examples, no deadline, no example database:
+- `ci`: derandomized (the same programs on every run), 500 examples, no deadline, no example database:
   a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
@@ -13,12 +13,14 @@ keeps every failing program hypothesis has seen, so a failure found once is trie
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import hypothesis
+import hypothesis.internal.conjecture.providers as hypothesis_providers
 from hypothesis import HealthCheck, Phase, given
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -29,7 +31,7 @@ from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 300, "derandomize": True, "database": None},
+    "ci": {"max_examples": 500, "derandomize": True, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }
@@ -112,6 +114,24 @@ def settings_for(
     )
 
 
+@contextlib.contextmanager
+def _only_hypothesis_constants():
+    """Hypothesis also draws constants it finds in the source of the local modules loaded so far (this
+    repository's), so any edit anywhere in it changed the `ci` profile's programs: an unrelated change
+    once made it miss two planted kinds. While fuzzing it draws from its own constants only (a private
+    hook of hypothesis; where a version lacks it, the old behaviour stays)."""
+    local = getattr(hypothesis_providers, "_get_local_constants", None)
+    if local is None:
+        yield
+        return
+    empty = type(hypothesis_providers._local_constants)()
+    hypothesis_providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        hypothesis_providers._get_local_constants = local
+
+
 def fuzz(
     backend: str = "fuser",
     device: str = "cpu",
@@ -168,7 +188,8 @@ def fuzz(
         test = hypothesis.seed(seed)(test)
     start = time.perf_counter()
     try:
-        test()
+        with _only_hypothesis_constants():
+            test()
     except AssertionError:
         pass  # the shrunk failure is the last program that failed: hypothesis replays it last
     except hypothesis.errors.Unsatisfiable:
