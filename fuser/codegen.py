@@ -101,7 +101,21 @@ def _describe(node: fx.Node) -> str:
     return f"{node.name} = {node.target}({args})"
 
 
+# Rendered constants by (type, repr, dtype, logical): rounding through torch costs about 2 ms a call while
+# the backend compiles (under fake tensors), and a 200-parameter optimizer step renders the same few
+# constants thousands of times. repr keeps -0.0 apart from 0.0 and makes nan a key that matches itself.
+_CONSTANTS: dict[tuple, str] = {}
+
+
 def _constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None = None) -> str:
+    key = (type(value), repr(value), dtype, logical)
+    source = _CONSTANTS.get(key)
+    if source is None:
+        source = _CONSTANTS[key] = _render_constant(value, dtype, logical)
+    return source
+
+
+def _render_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None) -> str:
     """A Python scalar as a Triton constant of `dtype`, first rounded to `logical` where eager rounds it
     (a comparison with a half tensor compares against the half value), and wrapped as eager wraps it
     (int8 + 300). Floats start from float64, so a float64 kernel sees 0.1 exactly."""
