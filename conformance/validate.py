@@ -7,10 +7,11 @@ table, and writes the op's manifest entry only if every case passed or is a ledg
 failure. A dtype with an expected failure is left out of the entry (not validated); any other
 failure writes nothing, prints each failing case with its rerun command, and makes the exit status 1.
 
-Then the fuzz stage: `--fuzz-examples N` random programs (conformance/fuzz/), each calling the op among
-other ops, with the same backend, device and forced lowering; a failure fails the op as a failing
-case does (its repro and rerun command printed), a pass records `fuzz = <programs passed>` in the
-entry. Ops the fuzzer cannot require (views, prims, backward ops) skip it, saying why.
+Then the fuzz stage (conformance/validate_fuzz.py): `--fuzz-examples N` random programs
+(conformance/fuzz/), each calling the op among other ops, with the same backend, device and forced
+lowering; a failure fails the op as a failing case does (its repro and rerun command printed), a pass
+records `fuzz = <programs passed>` in the entry. Ops the fuzzer cannot require (views, prims,
+backward ops) skip it, saying why.
 
 `--all-unvalidated` validates every op the fuser lowers that has no fresh entry (none, or stale).
 Progress is recorded (`--progress`), so a rerun after an interruption continues where it stopped
@@ -25,10 +26,8 @@ import argparse
 import dataclasses
 import datetime
 import fcntl
-import hashlib
 import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -43,8 +42,14 @@ import torch
 from conformance import report
 from conformance.caseid import DTYPES
 from conformance.catalog import SPECS
-from conformance.fuzz.vocab import BY_NAME as FUZZ_VOCABULARY
 from conformance.plugin import cases, rerun_command
+from conformance.validate_fuzz import (
+    DEFAULT_FUZZ_EXAMPLES,
+    FuzzStage,
+    fuzz_arguments,
+    fuzz_failure,
+    run_fuzz,
+)
 from fuser import lowerings, validation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,22 +78,6 @@ def expected_cases(op: str, backend: str, device: str) -> int:
 
 def arch_for(device: str) -> str:
     return validation.arch_of(torch.device(device))
-
-
-@dataclass
-class FuzzStage:
-    status: str  # passed | FAILED | skipped | off | not run
-    passed: int = 0  # programs checked that passed (the manifest's `fuzz`)
-    note: str = ""  # why it was skipped or off, or what failed
-    seconds: float = 0.0
-    repro: str | None = None  # the failing program's standalone script
-
-    def cell(self) -> str:
-        if self.status == "passed":
-            return f"{self.passed} passed in {self.seconds:.0f} s"
-        if self.repro:
-            return f"FAILED after {self.passed} passed: {Path(self.repro).name}"
-        return f"{self.status}: {self.note}"
 
 
 @dataclass
@@ -175,90 +164,20 @@ def ran_eagerly(op: str, dtypes: tuple[str, ...], device: str) -> list[str]:
     return eager
 
 
-# --- the fuzz stage ----------------------------------------------------------------------------------
-
-DEFAULT_FUZZ_EXAMPLES = 200  # about 20 s an op on a 2-core CPU (docs/validation.md, "The fuzz stage")
-
-
-def fuzz_skip_reason(op: str) -> str | None:
-    """Why the fuzz stage cannot require `op` in its programs; None where it can."""
-    if op in FUZZ_VOCABULARY:
-        return None
-    if op in PROXIES:
-        return f"not in the fuzzer's vocabulary: reached only inside {', '.join(PROXIES[op])}"
-    category = SPECS[op].category if op in SPECS else ""
-    if category == "view":
-        return "not in the fuzzer's vocabulary: views are steps on its operands, not ops it can require"
-    if category == "backward":
-        return "not in the fuzzer's vocabulary: a backward op, reached only through autograd"
-    return "not in the fuzzer's vocabulary (conformance/fuzz/vocab.py)"
-
-
-def fuzz_arguments(op: str, backend: str, device: str, examples: int, out: Path) -> list[str]:
-    """The arguments of `python` for `op`'s fuzz run. Its seed derives from the op's name: a rerun
-    draws the same programs, and each op its own."""
-    seed = int.from_bytes(hashlib.sha256(op.encode()).digest()[:4], "big")
-    return [
-        *("-m", "conformance.fuzz", "--profile", "ci", "--op", op),
-        *("--examples", str(examples), "--seed", str(seed)),
-        *("--backend", backend, "--device", device, "--out", str(out)),
-    ]
-
-
-def fuzz_failure(op: str, stage: FuzzStage, backend: str, rerun: list[str]) -> tuple[str, str, str]:
-    """The fuzz stage's failure as a failing case: (what, outcome, how to rerun it)."""
-    opt_in = "FUSER_UNVALIDATED=fuse " if backend == "fuser" else ""  # else the gate runs it eagerly
-    command = f"{opt_in}python {shlex.join(rerun)}"
-    if stage.repro:
-        command = f"{opt_in}python {stage.repro}\n    the fuzz run: {command}"
-    return (f"{op} fuzz stage ({stage.passed} programs passed, then one failed)", stage.note, command)
-
-
-def run_fuzz(op: str, backend: str, device: str, examples: int, out: Path, log_dir: Path) -> FuzzStage:
-    """`examples` random programs that each call `op`, in a fresh process (hypothesis also draws
-    constants from the modules loaded, so only a fresh process draws the same programs on every rerun),
-    with the op's lowering forced on as in the conformance stage."""
-    if examples == 0:
-        return FuzzStage("off", note="--fuzz-examples 0")
-    reason = fuzz_skip_reason(op)
-    if reason:
-        return FuzzStage("skipped", note=reason)
-    started = time.monotonic()
-    log_path = log_dir / f"{op}.fuzz.log"
-    with tempfile.TemporaryDirectory(prefix="validate-fuzz-") as scratch:
-        result_path = Path(scratch) / "result.json"
-        arguments = fuzz_arguments(op, backend, device, examples, out)
-        command = [sys.executable, *arguments, "--json", str(result_path)]
-        env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
-        with log_path.open("w") as log:
-            subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
-        result = json.loads(result_path.read_text()) if result_path.exists() else None
-    seconds = time.monotonic() - started
-    if result is None:
-        return FuzzStage("FAILED", note=f"the fuzzer wrote no result (see {log_path})", seconds=seconds)
-    passed = result["counts"].get("pass", 0)
-    if result["failed"]:
-        return FuzzStage("FAILED", passed, _first_words(result["message"]), seconds, repro=result["repro"])
-    if result["mostly_vacuous"] or passed == 0:
-        counts = ", ".join(f"{n} {what}" for what, n in sorted(result["counts"].items()))
-        return FuzzStage("FAILED", passed, f"it checked too little ({counts}; see {log_path})", seconds)
-    return FuzzStage("passed", passed, seconds=seconds)
-
-
-def _first_words(message: str) -> str:
-    """The oracle's complaint in one line: its first, and the next where the first only introduces it
-    ("the compiled program raised X: backend=... raised:")."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()] or ["(no message)"]
-    first = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else lines[0]
-    return first[:400]
-
-
 def fuzz_stage(verdict: Verdict, args: argparse.Namespace) -> FuzzStage:
     """The fuzz stage of a verdict, run only after its conformance cases passed; a failure joins the
     verdict's failing cases (nothing is then written)."""
     if not verdict.ok:
         return FuzzStage("not run", note="conformance failed")
-    stage = run_fuzz(verdict.op, args.backend, args.device, args.fuzz_examples, args.fuzz_out, args.logs)
+    stage = run_fuzz(
+        verdict.op,
+        args.backend,
+        args.device,
+        args.fuzz_examples,
+        args.fuzz_out,
+        args.logs,
+        PROXIES.get(verdict.op, ()),
+    )
     if stage.status == "FAILED":
         rerun = fuzz_arguments(verdict.op, args.backend, args.device, args.fuzz_examples, args.fuzz_out)
         verdict.failures.append(fuzz_failure(verdict.op, stage, args.backend, rerun))
