@@ -42,13 +42,16 @@ def _elementwise(fn: Callable) -> Callable:
             return _wrap(fn(*(_data(a) for a in args)), _widest(*args))
 
     apply.__name__ = getattr(fn, "__name__", "libdevice_fn")
+    apply.stands_in_with = fn  # what it computes with: a validation fingerprint names it (fuser.lowerings)
     return apply
 
 
 def _vectorized(scalar_fn: Callable) -> Callable:
     # For functions NumPy lacks: apply the math module's version element by element in float64.
     vec = np.vectorize(scalar_fn, otypes=[np.float64])
-    return _elementwise(lambda x: vec(x.astype(np.float64)))
+    apply = _elementwise(lambda x: vec(x.astype(np.float64)))
+    apply.stands_in_with = scalar_fn
+    return apply
 
 
 def _erfinv(y: np.ndarray) -> np.ndarray:

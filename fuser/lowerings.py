@@ -97,8 +97,19 @@ def _helpers(text: str, arch: str) -> list[str]:
                 sources[key] = inspect.getsource(target)
             except (TypeError, OSError):
                 sources[key] = f"{key}: {helper!r}"
+            if hasattr(helper, "stands_in_with"):  # the interpreter's wrappers share one source
+                sources[key] += "\n" + _computed_with(helper.stands_in_with)
             pending.append(sources[key])
     return [sources[key] for key in sorted(sources)]
+
+
+def _computed_with(fn) -> str:
+    """What an interpreter stand-in computes with: its source where it is the fuser's own, else the
+    library function's name (`numpy.exp`, `math.erf`), which a library upgrade does not change."""
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    if module == interpreter_libdevice.__name__:
+        return inspect.getsource(fn)
+    return f"{module.split('.')[0]}.{fn.__name__}"
 
 
 def _render(op: PointwiseOp, overload, dtype: torch.dtype, arch: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -162,6 +163,21 @@ def test_fingerprints_follow_the_lowering(monkeypatch):
     fingerprint.cache_clear()
     try:
         assert fingerprint("aten.hypot.default", "cpu") != before
+    finally:
+        fingerprint.cache_clear()
+
+
+def test_cpu_fingerprints_follow_what_the_interpreters_stand_ins_compute_with(monkeypatch):
+    # The interpreter's libdevice stand-ins share one wrapper's source: swapping the NumPy function
+    # behind exp (what i0e calls) must still change the fingerprint, on the cpu only.
+    from fuser import interpreter_libdevice
+
+    before = {arch: fingerprint("aten.special_i0e.default", arch) for arch in ("cpu", "sm_90")}
+    monkeypatch.setattr(interpreter_libdevice, "exp", interpreter_libdevice._elementwise(np.exp))
+    fingerprint.cache_clear()
+    try:
+        assert fingerprint("aten.special_i0e.default", "cpu") != before["cpu"]
+        assert fingerprint("aten.special_i0e.default", "sm_90") == before["sm_90"]
     finally:
         fingerprint.cache_clear()
 
