@@ -6,8 +6,8 @@ Prints the backward graph the fuser receives, its log, and the compiled against 
 """
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
 from functorch.compile import make_boxed_func
+from torch._dynamo.backends.common import aot_autograd
 
 import fuser
 
