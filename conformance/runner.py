@@ -74,15 +74,19 @@ def backend_reports(backend: str) -> Iterator[list]:
 
 
 def recording(backend: str, received: set, graphs: list | None = None) -> Callable:
-    """The backend, noting every op of the graphs Dynamo hands it (public hooks only: a backend is a
-    function of an FX graph), and keeping each graph with its example inputs where asked."""
+    """The backend, noting every op of the graphs Dynamo hands it that it compiled (public hooks only: a
+    backend is a function of an FX graph), and keeping each graph with its example inputs where asked.
+    A graph the backend raised on is not noted: Dynamo then runs it eagerly (a graph break), so its ops
+    were not tested."""
     compiler = backend_function(backend)
 
     def record(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
-        received.update(n.target for n in graph_module.graph.nodes if n.op == "call_function")
+        ops = {n.target for n in graph_module.graph.nodes if n.op == "call_function"}
         if graphs is not None:  # a copy: a backend may rewrite the graph it is given
             graphs.append((copy.deepcopy(graph_module), list(example_inputs)))
-        return compiler(graph_module, example_inputs, **kwargs)
+        compiled = compiler(graph_module, example_inputs, **kwargs)
+        received.update(ops)
+        return compiled
 
     return record
 
@@ -401,8 +405,8 @@ def run_case(
 
     if spec.overload not in received and not spec.graph_break_reason:
         result.failures.append(
-            f"the backend never received {spec.op}: Dynamo ran it eagerly (a graph break), so the case "
-            "would pass without testing the backend"
+            f"the backend never compiled {spec.op}: Dynamo ran it eagerly (a graph break, or the backend "
+            "raised on its graph), so the case would pass without testing the backend"
         )
     if spec.check is not None:
         result.failures += random_failures(

@@ -84,7 +84,7 @@ class OpSpec:
     # comparison with eager's values (conformance/ops_random.py).
     check: Callable | None = None
     # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
-    # without it, a case whose op the backend never received fails, since it would pass vacuously.
+    # without it, a case whose op the backend never compiled fails, since it would pass vacuously.
     graph_break_reason: str = ""
     # The op's results the suite checks, where the others are scratch that differs by device: the program
     # returns only these (log_sigmoid_forward's buffer has its input's shape on the CPU, is empty on CUDA,

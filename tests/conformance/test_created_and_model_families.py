@@ -37,7 +37,23 @@ def test_a_case_whose_op_the_backend_never_received_fails_unless_the_spec_says_w
     untold = dataclasses.replace(told, graph_break_reason="")
     assert not run_case(told, "int64", "alone", "fwd", "eager", "cpu", "quick").failures
     failures = run_case(untold, "int64", "alone", "fwd", "eager", "cpu", "quick").failures
-    assert failures and "never received aten.nonzero.default" in failures[0]
+    assert failures and "never compiled aten.nonzero.default" in failures[0]
+
+
+def test_a_case_whose_graph_the_backend_raised_on_fails_too(monkeypatch):
+    # Dynamo runs a graph its backend raised on eagerly (a graph break): the op reached the backend but
+    # was never compiled, so the case would pass vacuously (found: index_fill.int_Tensor's backward on the
+    # CPU, where the joint graph holds aten._unique).
+    from conformance import runner
+
+    def refusing(graph_module, example_inputs, **kwargs):
+        # What AOTAutograd raised there: Dynamo turns it into a graph break, not an error.
+        raise torch._subclasses.fake_tensor.DynamicOutputShapeException(torch.ops.aten._unique.default)
+
+    monkeypatch.setattr(runner, "backend_function", lambda backend: refusing)
+    spec = SPECS["aten.neg.default"]
+    failures = run_case(spec, "float32", "alone", "fwd", "eager", "cpu", "quick").failures
+    assert failures and "never compiled aten.neg.default" in failures[0]
 
 
 def test_a_loss_target_gets_no_gradient():
