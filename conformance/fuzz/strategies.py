@@ -18,6 +18,7 @@ towards its first option, so the first options are the plain ones (float32, cont
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import warnings
@@ -27,6 +28,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from conformance.catalog import SPECS
 from conformance.fuzz.program import VIEW_KINDS, Input, Node, Operand, Program, View
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 from conformance.runner import overlaps_itself, supported_dtypes
@@ -160,14 +162,15 @@ def programs(
 def _inputs_for(op: FuzzOp) -> list[st.SearchStrategy[InputDraw]]:
     """Inputs a required op can read whatever else is drawn: one in a dtype eager accepts for it (a
     bitwise op takes no float, which most inputs are), and a bool one where it takes a mask (where)."""
-    if op.name not in _EAGER_DTYPES:  # the spec lists every dtype; eager's samples say which it takes
-        _EAGER_DTYPES[op.name] = tuple(supported_dtypes(op.spec, "cpu"))
-    takes = tuple(d for d in FUZZ_DTYPES if d in _EAGER_DTYPES[op.name]) or FUZZ_DTYPES
+    takes = tuple(d for d in FUZZ_DTYPES if d in _eager_dtypes(op.name)) or FUZZ_DTYPES
     masks = any(kind == "mask" for _, kind in op.operands)
     return [input_draws(takes)] + [input_draws(("bool",))] * masks
 
 
-_EAGER_DTYPES: dict[str, tuple[str, ...]] = {}
+@functools.cache
+def _eager_dtypes(op: str) -> tuple[str, ...]:
+    """The dtypes eager takes for `op` (its spec lists every dtype; eager's samples say which)."""
+    return tuple(supported_dtypes(SPECS[op], "cpu"))
 
 
 def calls(program: Program, op: str, vocab: tuple[FuzzOp, ...] = VOCABULARY) -> bool:

@@ -5,9 +5,9 @@ Each kind lives between ops, where single-op tests in one context tend to miss i
 says what each changes; docs/fuzz.md says which the conformance quick tier's single-op cases catch and
 which they miss).
 
-Each run is the command a user runs, in a fresh process: the `ci` profile is derandomized, but hypothesis
-also draws constants it finds in the modules loaded so far, so the same profile called inside a pytest
-worker that ran other tests first draws other programs (CI once missed a kind that way).
+Each run is the command a user runs, in a fresh process. The `ci` profile is derandomized and draws from
+hypothesis' own constants only (conformance/fuzz/run.py), so edits elsewhere in the repository do not
+change its programs (they once did: CI missed a kind that way).
 """
 
 from __future__ import annotations

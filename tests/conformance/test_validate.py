@@ -225,3 +225,14 @@ def test_the_fuzz_stage_says_why_it_did_not_run(run, capsys):
     assert "| not run: conformance failed |" in out
     run({op: verdict(op=op)}, op, "--fuzz-examples", "0")
     assert "| off: --fuzz-examples 0 |" in capsys.readouterr().out
+
+
+def test_the_fuzz_stage_says_why_it_skips_an_op_the_fuzzer_leaves_out():
+    from conformance.validate_fuzz import fuzz_skip_reason
+
+    assert fuzz_skip_reason("aten.neg.default") is None
+    assert "unspecified_at" in fuzz_skip_reason("aten.i0.default")  # ±inf: eager's CPU and CUDA differ
+    assert "views are steps" in fuzz_skip_reason("aten.unsqueeze.default")
+    assert "reached only inside aten.var.correction" in fuzz_skip_reason(
+        "prims.var.default", ("aten.var.correction",)
+    )
