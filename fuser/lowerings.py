@@ -5,7 +5,8 @@ The manifest (`fuser.validation`) names ops as `namespace.name.overload` ("aten.
 emits on an architecture — the rendered Triton expression for a float and an integer operand, with
 the schema's default attributes, and the source of every `lib.*` helper it calls (and, for the
 interpreter, of the NumPy `libdevice` functions it calls) — so editing a lowering makes its manifest
-entries stale. Reductions hash their combine rules, views the index mapping.
+entries stale. Reductions hash their combine rules and the code of a kind emitted by its own method
+(var, argmax, argmin); views hash the index mapping.
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ def _describe(name: str, arch: str) -> str:
     if overload in REDUCTION_BY_OVERLOAD:
         op = REDUCTION_BY_OVERLOAD[overload]
         rule = row_codegen.KINDS.get(op.kind)
-        return "\n".join([repr(op), repr(rule), *_helpers(repr(rule), arch)])
+        own = row_codegen.emitter_source(op.kind)
+        return "\n".join([repr(op), repr(rule), *_helpers(repr(rule), arch), *([own] if own else [])])
     view = VIEW_BY_OVERLOAD[overload]
     return "\n".join([repr(view), inspect.getsource(views.source_index)])
 

@@ -13,6 +13,7 @@ Values of a row (level 1) outlive a loop; values of an element (level 2) live in
 
 from __future__ import annotations
 
+import inspect
 import math
 import textwrap
 from contextlib import contextmanager
@@ -295,29 +296,34 @@ class RowBuilder(Builder):
         return self._row(kind, f"{pair}[1][:, None]")
 
     def variance(self, node: fx.Node, source: fx.Node) -> str:
-        # Two passes (never E[x^2] - E[x]^2): the mean, then the sum of squared deviations from it.
+        # Two passes (never E[x^2] - E[x]^2): the mean, then the sum of squared deviations from it. The
+        # mean is taken relative to the row's first value (K + sum(x - K) / n), so a row of equal values
+        # has exactly the mean of its values and a variance of exactly 0, as eager's Welford gives: a
+        # mean off by one rounding made std's gradient there 1 / (2 * 1e-7) times that rounding, not 0.
         dtype = value_dtype(meta(node).dtype)
         correction = bind_arguments(node)["correction"]
         correction = 1.0 if correction is None else float(correction)
-        total = self.reduce("sum", source, dtype)
-        mean = self._row("mean", f"{total} / num_cols")
+        shift = "0.0"
+        if not any(same(self.space.shape[d], 0) for d in self.space.reduced):  # no first value to read
+            shift = self.cast(*self.value(source, self.row_index(self.space.shape)), dtype)
+        offsets = self._row_sum("offsets", source, dtype, lambda x: f"{x} - {shift}")
+        mean = self._row("mean", f"{shift} + {offsets} / num_cols")
+        squares = self._row_sum("squares", source, dtype, lambda x: f"({x} - {mean}) * ({x} - {mean})")
+        return self._row("var", f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)")
+
+    def _row_sum(self, stem: str, source: fx.Node, dtype: torch.dtype, term) -> str:
+        """The sum over the row's columns of `term(x)`, x being the source's value held in `dtype`."""
         if self.persistent:
             with self.columns():
                 name, held = self.value(source, self.full_index())
-                deviation = self.emit(
-                    "deviation", f"tl.where(mask, {self.cast(name, held, dtype)} - {mean}, 0.0)"
-                )
-                squares = self._row("squares", f"tl.reduce({deviation} * {deviation}, 1, lib.add)[:, None]")
-        else:
-            accumulator = self.emit("acc", f"tl.full([XBLOCK, RBLOCK], 0, {triton_name(dtype)})")
-            with self.columns():
-                name, held = self.value(source, self.full_index())
-                deviation = self.emit(
-                    "deviation", f"tl.where(mask, {self.cast(name, held, dtype)} - {mean}, 0.0)"
-                )
-                self.body.append(f"{accumulator} = {accumulator} + {deviation} * {deviation}")
-            squares = self._row("squares", f"tl.reduce({accumulator}, 1, lib.add)[:, None]")
-        return self._row("var", f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)")
+                terms = self.emit("term", f"tl.where(mask, {term(self.cast(name, held, dtype))}, 0.0)")
+                return self._row(stem, f"tl.reduce({terms}, 1, lib.add)[:, None]")
+        accumulator = self.emit("acc", f"tl.full([XBLOCK, RBLOCK], 0, {triton_name(dtype)})")
+        with self.columns():
+            name, held = self.value(source, self.full_index())
+            terms = self.emit("term", f"tl.where(mask, {term(self.cast(name, held, dtype))}, 0.0)")
+            self.body.append(f"{accumulator} = {accumulator} + {terms}")
+        return self._row(stem, f"tl.reduce({accumulator}, 1, lib.add)[:, None]")
 
     # --- the kernel ---
     def source(self, name: str) -> str:
@@ -419,3 +425,14 @@ def contiguous_rows(kernel: Kernel) -> bool:
             kept = [value.stride(d) for d in space.kept if not same(space.shape[d], 1)]
             return not reduced or not kept or min(reduced) <= min(kept)
     return True
+
+
+def emitter_source(kind: str) -> str:
+    """The source of what emits a reduction `kind` of its own (var, argmax, argmin), beyond the shared
+    combine rules: a validation fingerprint hashes it, so editing it makes the op's entries stale."""
+    methods = {
+        "var": (RowBuilder.variance, RowBuilder._row_sum),
+        "argmax": (RowBuilder.arg_reduction,),
+        "argmin": (RowBuilder.arg_reduction,),
+    }.get(kind, ())
+    return "\n".join(inspect.getsource(method) for method in methods)

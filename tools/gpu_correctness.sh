@@ -12,6 +12,8 @@
 #   families   the quick tier of the families models lean on (losses, created tensors, indexing, random
 #              ops, extern fallbacks) under the fuser and the default backend, $FAMILY_WORKERS each (issue 16)
 #   fuzz       the fuzzer's `ci` profile against the fuser and the default backend on CUDA (issue 15)
+#   probes     open CUDA questions: tools/probe_index_fill_cuda.py, and the ops named in $PROBE_OPS
+#              (default: i0, i0_, index_fill.int_Tensor) through the conformance suite under the fuser
 # JOBS picks jobs (default: zoo validate optim). Everything lands in $OUT, packed into one archive.
 #   OUT=$OUT bash tools/gpu_correctness.sh
 set -uo pipefail
@@ -69,6 +71,13 @@ if [[ " $JOBS " == *" optim "* ]]; then
         tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
 fi
 
+if [[ " $JOBS " == *" probes "* ]]; then
+    job probe-index-fill "$PYTHON" tools/probe_index_fill_cuda.py
+    read -ra probe_ops <<<"${PROBE_OPS:-aten.i0.default aten.i0_.default aten.index_fill.int_Tensor}"
+    job probe-ops env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --device cuda --backend fuser \
+        --tier full -n 2 -q -rf -p no:cacheprovider -p no:benchmark "${probe_ops[@]/#/--op=}"
+fi
+
 for backend in fuser inductor; do
     if [[ " $JOBS " == *" models "* ]]; then
         job "models-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_blocks.py \
@@ -96,8 +105,8 @@ printf '\n=== jobs ===\n'
 cat "$OUT/steps.txt"
 for f in "$OUT"/zoo-*/zoo-*.md; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done
 grep -h -E "validated|failed|nothing validated|^\| aten|^\| prims" "$OUT"/validate-*.log 2>/dev/null | head -80
-for f in "$OUT"/optim.log "$OUT"/models-*.log "$OUT"/families-*.log "$OUT"/fuzz-*.log; do
-    [[ -f $f ]] && { echo "--- $f"; grep -E "^FAILED|passed|failed|found|repro" "$f" | tail -12; }
+for f in "$OUT"/probe-*.log "$OUT"/optim.log "$OUT"/models-*.log "$OUT"/families-*.log "$OUT"/fuzz-*.log; do
+    [[ -f $f ]] && { echo "--- $f"; grep -E "^FAILED|passed|failed|found|repro|gradient" "$f" | tail -12; }
 done
 cp -r fuser/manifest "$OUT/manifest" 2>/dev/null
 cp -r reports/validate "$OUT/validate-reports" 2>/dev/null

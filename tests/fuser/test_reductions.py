@@ -186,6 +186,28 @@ def test_variance_is_two_pass_and_survives_a_large_mean(device):
     torch.testing.assert_close(got, x.double().var(1).float(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("variant", ["persistent", "looped"])
+def test_a_row_of_equal_values_has_a_variance_of_exactly_zero_and_std_a_zero_gradient(
+    device, variant, monkeypatch
+):
+    # Found by the fuzzer: a mean off by one rounding (sum(x) / n) gave rows of equal values a variance
+    # of ~1e-13, and std's gradient there was 1 / (2 * std) times that rounding (2.67), where eager's
+    # Welford gives exactly 0 and std's backward masks it to 0.
+    if variant == "looped":
+        monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)
+        monkeypatch.setattr(fuser.runtime, "GPU_PERSISTENT_MAX", 64)
+    values = torch.tensor([2.9, 0.1, -1 / 3, 7.77, 1e4 + 0.3], device=device)
+    for columns in (3, 7, 300) if variant == "persistent" else (65, 300):
+        torch._dynamo.reset()  # static sizes each time (a dynamic backward runs its SymFloat scale eagerly)
+        x = values[:, None].expand(5, columns).clone().requires_grad_()
+        report = fuser.explain(lambda t: t.std(1), x)
+        assert any(f"{variant} kernel" in s for s in report.sources), report.sources
+        compiled = fuser.compile(lambda t: t.std(1), dynamic=False, unvalidated="fuse")(x)
+        assert torch.equal(compiled, torch.zeros(5, device=device)), compiled
+        (gradient,) = torch.autograd.grad(compiled, x, torch.ones_like(compiled))
+        assert torch.equal(gradient, torch.zeros_like(x)), gradient
+
+
 def test_max_and_argmax_propagate_nan_and_take_the_first_index_on_ties(device):
     x = torch.tensor(
         [
@@ -406,9 +428,10 @@ def test_the_logsumexp_of_a_0d_tensor_over_dim_minus_1_is_the_tensor(device):
     explain_and_check(lambda t: torch.logsumexp(t, [-1]), x)
 
 
-def test_layer_norm_sums_each_row_once_for_its_mean_and_its_variance(device):
-    # The decomposition asks for sum(x) twice (var's mean and the normalization's mean): one reduction
-    # of the row serves both, plus one for the squared deviations.
+def test_layer_norm_reduces_each_row_three_times_in_one_kernel(device):
+    # The decomposition asks for sum(x) (the normalization's mean) and var(x): the variance takes its
+    # mean relative to the row's first value (exact on rows of equal values), then its squared
+    # deviations. Three reductions of the row held in registers, one kernel.
     x = torch.randn(6, 300, device=device)
     w, b = torch.randn(300, device=device), torch.randn(300, device=device)
 
@@ -417,5 +440,5 @@ def test_layer_norm_sums_each_row_once_for_its_mean_and_its_variance(device):
 
     report = fuser.explain(layer_norm, x, w, b)
     (source,) = report.sources
-    assert source.count("tl.reduce(") == 2, source
+    assert source.count("tl.reduce(") == 3, source
     torch.testing.assert_close(report.result, layer_norm(x, w, b))
