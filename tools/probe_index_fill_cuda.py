@@ -37,5 +37,30 @@ def main():
     print("value's gradient: fuser", v.grad.item(), "eager", want.item(), fuser.counters())
 
 
+def replica(tangents, indices):
+    """The backward graph above, as a program Dynamo captures whole (its _unique has a data-dependent size)."""
+    aten = torch.ops.aten
+    filled = aten.index_fill.int_Scalar(tangents, 0, indices, 0)
+    unique = aten._unique.default(indices, False)[0]
+    return filled, aten.index_select.default(tangents, 0, unique).sum()
+
+
+def explain_replica():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch._dynamo.reset()
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
+    g = torch.randn(37, 7, device=device)
+    idx = torch.tensor([3, 5, 3, 0], device=device)
+    report = fuser.explain(replica, g, idx)
+    print(report)
+    print(
+        "replica: fuser",
+        [t.sum().item() for t in report.result],
+        "eager",
+        [t.sum().item() for t in replica(g, idx)],
+    )
+
+
 if __name__ == "__main__":
     main()
+    explain_replica()
