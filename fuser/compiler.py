@@ -147,6 +147,7 @@ def compile_graph(
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
     slots = {node: i for i, node in enumerate(graph.nodes)}
+    eager_made = frozenset(step for step in plan.steps if isinstance(step, fx.Node))
     steps, reads, sources = [], [], []
     for step in plan.steps:
         if isinstance(step, fx.Node):
@@ -163,6 +164,7 @@ def compile_graph(
                     options.strict,
                     binder.symbols,
                     into,
+                    eager_made,
                 )
                 for p in step.parts
             ]
@@ -196,7 +198,9 @@ def compile_graph(
             steps.append(fallback)
             reads.append([n for c in step.computed for n in c.all_input_nodes])
             continue
-        kernel_step = KernelStep(variants, step, slots, fallback, options.strict, binder.symbols, into)
+        kernel_step = KernelStep(
+            variants, step, slots, fallback, options.strict, binder.symbols, into, eager_made
+        )
         sources.append(kernel_step.source_for(tuple(binder.hints)))
         steps.append(kernel_step)
         reads.append(step.leaves + [into[m] for m in step.members if m in into])

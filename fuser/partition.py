@@ -93,12 +93,30 @@ def _is_view(node: fx.Node) -> bool:
     return node.target in VIEW_BY_OVERLOAD
 
 
+def sized_by_data(graph: fx.Graph) -> set[fx.Node]:
+    """The nodes computed from a result whose size depends on the data (`_unique`, `nonzero`: ops tagged
+    `dynamic_output_shape`). Their recorded sizes are not to be trusted: torch 2.11 traced a CUDA
+    backward's `_unique` with one element where it returned three at run time, and a kernel planned
+    for one row summed one row (index_fill's value gradient, issue 16)."""
+    found: set[fx.Node] = set()
+    for node in graph.nodes:  # in topological order
+        target = node.target
+        if (
+            isinstance(target, torch._ops.OpOverload) and torch.Tag.dynamic_output_shape in target.tags
+        ) or any(source in found for source in node.all_input_nodes):
+            found.add(node)
+    return found
+
+
 def _fusible_nodes(graph: fx.Graph, fallbacks: list, gate: Gate | None) -> set[fx.Node]:
     fusible = set()
+    data_sized = sized_by_data(graph)
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         reason = lowering_obstacle(node)
+        if reason is None and node in data_sized:
+            reason = "its sizes come from an op whose result's size depends on the data (run eagerly)"
         if reason is None and gate is not None:
             reason = gate(node)
         if reason is None:

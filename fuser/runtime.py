@@ -259,6 +259,8 @@ class Launch:
     empty: bool  # nothing to compute: no rows, or no elements
     stages: list[Stage]  # the launches, in order (a split reduction's second stage after its first)
     partials: list[tuple[tuple[int, int], torch.dtype]]  # a split reduction's workspaces: shape, dtype
+    # The sizes planned for each input an eager step of the graph makes (by env slot): checked per call.
+    made_eagerly: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
 
 
 @dataclass
@@ -272,6 +274,9 @@ class KernelStep:
     strict: bool
     symbols: tuple = ()  # the graph's size symbols, in the order of the binding key
     into: dict[fx.Node, fx.Node] = field(default_factory=dict)  # member -> graph input it is stored into
+    # Nodes of the graph that eager steps compute: their run-time sizes may differ from those recorded
+    # when the size depends on data the tracer did not see (a CUDA `_unique` in torch 2.11's backward).
+    eager_made: frozenset = frozenset()
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
@@ -318,7 +323,12 @@ class KernelStep:
         while stage_config is not None:
             stages.append(self._stage(stage_config, ints_of[stage_config.variant], outputs, interpreted))
             stage_config = stage_config.then
-        return Launch(outputs, empty, stages, self._partials(config, ints))
+        made_eagerly = [
+            (self.slots[arg.node], tuple(concrete(size, binding) for size in arg.node.meta["val"].shape))
+            for _, arg in self.variants[0].params
+            if arg.kind == "tensor" and arg.node in self.eager_made
+        ]
+        return Launch(outputs, empty, stages, self._partials(config, ints), made_eagerly)
 
     def _stage(self, config: Config, ints: dict[str, int], outputs: list, interpreted: bool) -> Stage:
         source = self.variants[config.variant]
@@ -352,6 +362,18 @@ class KernelStep:
             self.fallback(env, key)
             return
         launch = self.launch(key)
+        for slot, planned in launch.made_eagerly:
+            if env[slot].shape != planned:  # the kernel was planned for other sizes: eager is right
+                log.info(
+                    "fuser: kernel %s was planned for an input of size %s, which an eager step made %s at "
+                    "run time; its nodes run eagerly for this call",
+                    self.variants[0].name,
+                    list(planned),
+                    list(env[slot].shape),
+                )
+                metrics.bump("fallbacks")
+                self.fallback(env, key)
+                return
         device = self.kernel.device
         outputs = self.outputs(launch, env)
         if launch.empty:

@@ -28,6 +28,9 @@ def main():
 
     def show(gm, example_inputs):
         print(gm.code)
+        for node in gm.graph.nodes:  # the shapes the fuser plans with
+            value = node.meta.get("val")
+            print(f"  {node.name}: {getattr(value, 'shape', value)}")
         return make_boxed_func(gm.forward)
 
     torch.compile(program, backend=aot_autograd(fw_compiler=show, bw_compiler=show))(x, v, idx).backward(g)

@@ -137,3 +137,39 @@ def test_unknown_options_and_modes_are_rejected_by_name():
     compiled = torch.compile(lambda x: x + 1, backend="fuser", mode="max-autotune")
     with pytest.raises(Exception, match="mode 'max-autotune' is not supported"):
         compiled(torch.randn(3))
+
+
+@pytest.mark.parametrize("caught_by", ["the plan (an op tagged dynamic_output_shape)", "the launch"])
+def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
+    # On CUDA, torch 2.11 traced index_fill's backward with `_unique` giving one element where it gave
+    # three at run time; a kernel planned for that one row summed one row: a wrong value gradient. Here
+    # the same lie is planted in the graph's metadata on the CPU. An op tagged dynamic_output_shape
+    # keeps what it sizes out of kernels; where nothing says so (torch 2.11's CUDA trace), the launch
+    # checks the sizes an eager step made against the plan's.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fuser.compiler import compile_graph
+    from fuser.options import Options
+
+    aten = torch.ops.aten
+    tagged = caught_by.startswith("the plan")
+
+    def backward_of_index_fill(tangents, indices):
+        filled = aten.index_fill.int_Scalar(tangents, 0, indices, 0)
+        unique = aten._unique.default(indices, False)[0] if tagged else indices
+        return filled, aten.index_select.default(tangents, 0, unique).sum()
+
+    tangents, traced_with = torch.randn(37, 7), torch.tensor([3, 3, 3, 3] if tagged else [3])
+    graph = make_fx(backward_of_index_fill, tracing_mode="fake", _allow_non_fake_inputs=True)(
+        tangents, traced_with
+    )
+    for node in graph.graph.nodes:
+        if node.name == "getitem":
+            node.meta["val"] = torch.empty(1, dtype=torch.int64)
+        if node.name == "index_select":
+            node.meta["val"] = torch.empty(1, 7)
+    compiled = compile_graph(graph, [tangents, traced_with], Options.from_dict({"unvalidated": "fuse"}))
+    indices = torch.tensor([3, 5, 3, 0])
+    got, want = compiled([tangents, indices]), backward_of_index_fill(tangents, indices)
+    torch.testing.assert_close(got[1], want[1])
+    torch.testing.assert_close(got[0], want[0])
