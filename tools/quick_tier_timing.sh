@@ -32,3 +32,4 @@ for run in ${RUNS:-cold warm}; do
     "$PYTHON" tools/pytest_timeline.py "$OUT/$run/timeline" | tee "$OUT/$run/timeline.txt"
 done
 grep -h -A12 "slowest" "$OUT"/*/pytest.log | head -30
+bundle quick-tier-timing  # the device tool brings back at most 8 files
