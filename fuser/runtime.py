@@ -608,6 +608,7 @@ class HorizontalLaunch:
     alias_slots: list[int]
     alias_intos: list[int]
     fresh: list[tuple[int, tuple, tuple, torch.dtype]]
+    made_eagerly: list[tuple[int, tuple[int, ...]]]  # every part's (`Launch.made_eagerly`)
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
     table: torch.Tensor | None = None  # the last call's table, on the device
     values: list[int] | None = None  # the read values it holds
@@ -660,6 +661,7 @@ class HorizontalStep:
                 [slot for slot, _ in aliases],
                 [into for _, into in aliases],
                 fresh,
+                [made for launch in parts for made in launch.made_eagerly],
             )
         return self.launches[key]
 
@@ -668,6 +670,12 @@ class HorizontalStep:
             self._fallback(env, key)
             return
         launch = self.launch(key)
+        for slot, planned in launch.made_eagerly:  # as KernelStep checks them
+            if env[slot].shape != planned:
+                log.info("fuser: %s was planned for sizes eager steps did not make; eager", self.source.name)
+                metrics.bump("fallbacks")
+                self._fallback(env, key)
+                return
         # A step of 200 parameters reads a thousand addresses a call: the loops below run in C (map)
         # because Python-level loops over them cost more host time than the kernel takes on a GPU.
         deque(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)), maxlen=0)

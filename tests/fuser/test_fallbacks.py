@@ -173,3 +173,26 @@ def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
     got, want = compiled([tangents, indices]), backward_of_index_fill(tangents, indices)
     torch.testing.assert_close(got[1], want[1])
     torch.testing.assert_close(got[0], want[0])
+
+
+def test_a_horizontal_kernel_fed_sizes_other_than_planned_runs_eagerly():
+    # The launch's check in a horizontal kernel too: two index_selects planned for one row each, fed
+    # four at run time (the sizes eager steps make are not what the trace recorded).
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fuser.compiler import compile_graph
+    from fuser.options import Options
+    from fuser.runtime import HorizontalStep
+
+    aten = torch.ops.aten
+
+    def program(a, b, indices):
+        return aten.index_select.default(a, 0, indices) * 2, aten.index_select.default(b, 0, indices) * 2
+
+    a, b, traced_with = torch.randn(37, 7), torch.randn(37, 5), torch.tensor([3])
+    graph = make_fx(program, tracing_mode="fake", _allow_non_fake_inputs=True)(a, b, traced_with)
+    compiled = compile_graph(graph, [a, b, traced_with], Options.from_dict({"unvalidated": "fuse"}))
+    assert any(isinstance(step, HorizontalStep) for step in compiled.steps)
+    indices = torch.tensor([3, 5, 3, 0])
+    for got, want in zip(compiled([a, b, indices]), program(a, b, indices), strict=True):
+        torch.testing.assert_close(got, want)
