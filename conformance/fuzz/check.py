@@ -2,9 +2,12 @@
 
 The verdict is `conformance.oracle.compare` on the outputs, on the inputs after the call (an in-place
 node updates one) and, for a differentiable program, on the gradients of every floating input, exactly
-as a conformance case is judged. Three outcomes are not a verdict:
+as a conformance case is judged. Four outcomes are not a verdict:
 
 - `eager_rejects`: eager raises (an integer division by zero, say): the program has no answer;
+- `tracing_rejects`: torch's own tracing raised before any backend saw a graph (a meta function
+  stricter than eager's kernel: `linalg_vector_norm(ord=inf)` over a non-empty dim of an empty tensor):
+  every `torch.compile` backend fails it alike, so it says nothing about this one;
 - `vacuous`: the backend compiled nothing — Dynamo handed it no graph, or broke the program into
   several graphs, or (for the fuser, through its public counters) no kernel ran. A pass there would
   say nothing about the backend, so it is counted and rejected, never counted as a pass.
@@ -33,7 +36,7 @@ from conformance.values import DTYPES
 
 @dataclass
 class Outcome:
-    status: str  # "pass", "fail", "eager_rejects" or "vacuous"
+    status: str  # "pass", "fail", "eager_rejects", "tracing_rejects" or "vacuous"
     message: str = ""
 
 
@@ -110,7 +113,10 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
             grad_outputs = grad_outputs_for(outputs, program.seed)
             grads = gradients(outputs, inputs, grad_outputs)
     except Exception as error:
-        return Outcome("fail", f"the compiled program raised {type(error).__name__}: {str(error)[:2000]}")
+        message = f"{type(error).__name__}: {str(error)[:2000]}"
+        if counting.graphs == 0:  # torch's tracing raised before any backend code ran
+            return Outcome("tracing_rejects", message)
+        return Outcome("fail", f"the compiled program raised {message}")
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     if counting.graphs != 1 or breaks:
         what = "no graph" if counting.graphs == 0 else f"{counting.graphs} graphs ({breaks} graph breaks)"

@@ -220,3 +220,17 @@ def test_each_program_gets_a_fresh_dynamo_so_no_recompile_limit_stops_the_run(mo
     monkeypatch.setattr(Program, "function", through_one_frame)
     outcomes = Counter(check(p, "fuser", backward=False).status for p in drawn(40)[:12])
     assert outcomes["vacuous"] <= 2, outcomes
+
+
+def test_a_program_torch_cannot_trace_is_not_blamed_on_the_backend(monkeypatch):
+    # Found by the dev profile (seed 7): eager gives an empty result, torch's meta function raises while
+    # Dynamo traces, before any backend runs: the default and `eager` backends fail it alike.
+    program = small_program()
+
+    def untraceable(v0, v1):
+        return (torch.linalg.vector_norm(v0[:, :0].expand(2, 3, 0), ord=float("inf"), dim=[-2]),)
+
+    monkeypatch.setattr(Program, "function", lambda self, widened=False: untraceable)
+    outcome = check(program, "fuser")
+    assert outcome.status == "tracing_rejects", outcome
+    assert "vector_norm" in outcome.message
