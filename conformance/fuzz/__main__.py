@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="ci", choices=sorted(PROFILES))
     parser.add_argument("--examples", type=int, help="how many programs (default: the profile's)")
     parser.add_argument(
-        "--seed", type=int, help="draw other programs than the profile's (ci is derandomized)"
+        "--seed", type=int, help="draw other programs than the profile's (ci draws from a fixed seed)"
     )
     parser.add_argument("--out", type=Path, default=Path("reports/fuzz"), help="where repro_<id>.py go")
     parser.add_argument("--max-nodes", type=int, default=5, help="the most nodes a program has")

@@ -2,8 +2,8 @@
 
 Profiles (hypothesis settings):
 
-- `ci`: derandomized (the same programs on every run), 500 examples, no deadline, no example database:
-  a bounded, reproducible check for every push;
+- `ci`: a fixed seed (the same programs on every run, whatever the fuzzer's own source), 500 examples,
+  no deadline, no example database: a bounded, reproducible check for every push;
 - `dev`: 300 random examples, with the example database;
 - `nightly`: 5,000 random examples, with the example database.
 
@@ -31,10 +31,14 @@ from conformance.fuzz.strategies import programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
-    "ci": {"max_examples": 500, "derandomize": True, "database": None},
+    "ci": {"max_examples": 500, "database": None},
     "dev": {"max_examples": 300},
     "nightly": {"max_examples": 5000},
 }
+# The `ci` profile draws the same programs on every run from a fixed seed. Not hypothesis' derandomize,
+# which seeds from the source of the test function: an edit to `fuzz.one` (a new outcome to reject)
+# changed every program drawn, and a planted kind then shrank to six ops, not three.
+FIXED_SEEDS = {"ci": 0}
 # Programs compiled while shrinking, at most: a compile costs a second on CPU, and hypothesis would
 # otherwise try hundreds of candidates (it stops on its own only after five minutes).
 SHRINK_BUDGETS = {"ci": 200, "dev": 300, "nightly": 1000}
@@ -174,7 +178,8 @@ def fuzz(
             last["program"], last["message"] = program, outcome.message
             raise AssertionError(outcome.message)
 
-    settings = settings_for(profile, examples, backend, device, seeded=seed is not None)
+    drawn_with = seed if seed is not None else FIXED_SEEDS.get(profile)
+    settings = settings_for(profile, examples, backend, device, seeded=drawn_with is not None)
     test = settings(given(programs(vocab, max_nodes, require_op=require_op))(one))
 
     def judge(program: Program) -> Outcome:
@@ -184,8 +189,8 @@ def fuzz(
             report.counts["greedy_checks"] += 1
         return known.get(program.key(), Outcome("pass"))
 
-    if seed is not None:
-        test = hypothesis.seed(seed)(test)
+    if drawn_with is not None:
+        test = hypothesis.seed(drawn_with)(test)
     start = time.perf_counter()
     try:
         with _only_hypothesis_constants():

@@ -5,7 +5,7 @@ Each kind lives between ops, where single-op tests in one context tend to miss i
 says what each changes; docs/fuzz.md says which the conformance quick tier's single-op cases catch and
 which they miss).
 
-Each run is the command a user runs, in a fresh process. The `ci` profile is derandomized and draws from
+Each run is the command a user runs, in a fresh process. The `ci` profile draws from a fixed seed and from
 hypothesis' own constants only (conformance/fuzz/run.py), so edits elsewhere in the repository do not
 change its programs (they once did: CI missed a kind that way).
 """
