@@ -263,6 +263,24 @@ class Launch:
     made_eagerly: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
 
 
+def sized_as_planned(made_eagerly: list[tuple[int, tuple[int, ...]]], env: list, kernel: str) -> bool:
+    """Whether the inputs eager steps made this call have the sizes the kernel was planned for; where
+    one does not (its size depends on data the tracer did not see), logs it: the caller runs the
+    kernel's nodes eagerly for this call."""
+    for slot, planned in made_eagerly:
+        if env[slot].shape != planned:
+            log.info(
+                "fuser: kernel %s was planned for an input of size %s, which an eager step made %s at "
+                "run time; its nodes run eagerly for this call",
+                kernel,
+                list(planned),
+                list(env[slot].shape),
+            )
+            metrics.bump("fallbacks")
+            return False
+    return True
+
+
 @dataclass
 class KernelStep:
     """A kernel launch: reads env slots, allocates its outputs and writes them to env slots."""
@@ -362,18 +380,9 @@ class KernelStep:
             self.fallback(env, key)
             return
         launch = self.launch(key)
-        for slot, planned in launch.made_eagerly:
-            if env[slot].shape != planned:  # the kernel was planned for other sizes: eager is right
-                log.info(
-                    "fuser: kernel %s was planned for an input of size %s, which an eager step made %s at "
-                    "run time; its nodes run eagerly for this call",
-                    self.variants[0].name,
-                    list(planned),
-                    list(env[slot].shape),
-                )
-                metrics.bump("fallbacks")
-                self.fallback(env, key)
-                return
+        if launch.made_eagerly and not sized_as_planned(launch.made_eagerly, env, self.variants[0].name):
+            self.fallback(env, key)
+            return
         device = self.kernel.device
         outputs = self.outputs(launch, env)
         if launch.empty:
@@ -670,12 +679,9 @@ class HorizontalStep:
             self._fallback(env, key)
             return
         launch = self.launch(key)
-        for slot, planned in launch.made_eagerly:  # as KernelStep checks them
-            if env[slot].shape != planned:
-                log.info("fuser: %s was planned for sizes eager steps did not make; eager", self.source.name)
-                metrics.bump("fallbacks")
-                self._fallback(env, key)
-                return
+        if launch.made_eagerly and not sized_as_planned(launch.made_eagerly, env, self.source.name):
+            self._fallback(env, key)
+            return
         # A step of 200 parameters reads a thousand addresses a call: the loops below run in C (map)
         # because Python-level loops over them cost more host time than the kernel takes on a GPU.
         deque(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)), maxlen=0)

@@ -139,6 +139,21 @@ def test_unknown_options_and_modes_are_rejected_by_name():
         compiled(torch.randn(3))
 
 
+def _traced_and_compiled(program, *example, planted_sizes: dict[str, torch.Tensor] | None = None):
+    """`program` traced with fake tensors on `example` (its nodes' recorded sizes replaced by the
+    `planted_sizes` values, by node name), then compiled by the fuser with every lowering on."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fuser.compiler import compile_graph
+    from fuser.options import Options
+
+    graph = make_fx(program, tracing_mode="fake", _allow_non_fake_inputs=True)(*example)
+    for node in graph.graph.nodes:
+        if node.name in (planted_sizes or {}):
+            node.meta["val"] = planted_sizes[node.name]
+    return compile_graph(graph, list(example), Options.from_dict({"unvalidated": "fuse"}))
+
+
 @pytest.mark.parametrize("caught_by", ["the plan (an op tagged dynamic_output_shape)", "the launch"])
 def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
     # On CUDA, torch 2.11 traced index_fill's backward with `_unique` giving one element where it gave
@@ -146,11 +161,6 @@ def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
     # the same lie is planted in the graph's metadata on the CPU. An op tagged dynamic_output_shape
     # keeps what it sizes out of kernels; where nothing says so (torch 2.11's CUDA trace), the launch
     # checks the sizes an eager step made against the plan's.
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from fuser.compiler import compile_graph
-    from fuser.options import Options
-
     aten = torch.ops.aten
     tagged = caught_by.startswith("the plan")
 
@@ -160,15 +170,8 @@ def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
         return filled, aten.index_select.default(tangents, 0, unique).sum()
 
     tangents, traced_with = torch.randn(37, 7), torch.tensor([3, 3, 3, 3] if tagged else [3])
-    graph = make_fx(backward_of_index_fill, tracing_mode="fake", _allow_non_fake_inputs=True)(
-        tangents, traced_with
-    )
-    for node in graph.graph.nodes:
-        if node.name == "getitem":
-            node.meta["val"] = torch.empty(1, dtype=torch.int64)
-        if node.name == "index_select":
-            node.meta["val"] = torch.empty(1, 7)
-    compiled = compile_graph(graph, [tangents, traced_with], Options.from_dict({"unvalidated": "fuse"}))
+    one_row = {"getitem": torch.empty(1, dtype=torch.int64), "index_select": torch.empty(1, 7)}
+    compiled = _traced_and_compiled(backward_of_index_fill, tangents, traced_with, planted_sizes=one_row)
     indices = torch.tensor([3, 5, 3, 0])
     got, want = compiled([tangents, indices]), backward_of_index_fill(tangents, indices)
     torch.testing.assert_close(got[1], want[1])
@@ -178,10 +181,6 @@ def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
 def test_a_horizontal_kernel_fed_sizes_other_than_planned_runs_eagerly():
     # The launch's check in a horizontal kernel too: two index_selects planned for one row each, fed
     # four at run time (the sizes eager steps make are not what the trace recorded).
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from fuser.compiler import compile_graph
-    from fuser.options import Options
     from fuser.runtime import HorizontalStep
 
     aten = torch.ops.aten
@@ -189,9 +188,8 @@ def test_a_horizontal_kernel_fed_sizes_other_than_planned_runs_eagerly():
     def program(a, b, indices):
         return aten.index_select.default(a, 0, indices) * 2, aten.index_select.default(b, 0, indices) * 2
 
-    a, b, traced_with = torch.randn(37, 7), torch.randn(37, 5), torch.tensor([3])
-    graph = make_fx(program, tracing_mode="fake", _allow_non_fake_inputs=True)(a, b, traced_with)
-    compiled = compile_graph(graph, [a, b, traced_with], Options.from_dict({"unvalidated": "fuse"}))
+    a, b = torch.randn(37, 7), torch.randn(37, 5)
+    compiled = _traced_and_compiled(program, a, b, torch.tensor([3]))
     assert any(isinstance(step, HorizontalStep) for step in compiled.steps)
     indices = torch.tensor([3, 5, 3, 0])
     for got, want in zip(compiled([a, b, indices]), program(a, b, indices), strict=True):
