@@ -12,6 +12,7 @@ from torch import fx
 
 from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles, validation
 from fuser.codegen import KernelSource, PointwiseBuilder, package
+from fuser.nodes import downstream
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
 from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable, whole_inputs
@@ -147,7 +148,10 @@ def compile_graph(
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
     slots = {node: i for i, node in enumerate(graph.nodes)}
-    eager_made = frozenset(step for step in plan.steps if isinstance(step, fx.Node))
+    # What eager steps make, and what is computed from it: a kernel that fell back for a size it was not
+    # planned for hands its real size on, so the kernels after it check theirs too.
+    eager = {step for step in plan.steps if isinstance(step, fx.Node)}
+    eager_made = downstream(graph, eager.__contains__)
     steps, reads, sources = [], [], []
     for step in plan.steps:
         if isinstance(step, fx.Node):

@@ -17,6 +17,15 @@ def meta(node: fx.Node) -> Any:
     return node.meta.get("val")
 
 
+def downstream(graph: fx.Graph, is_seed) -> frozenset[fx.Node]:
+    """The nodes for which `is_seed(node)` holds, and every node computed from one of them."""
+    found: set[fx.Node] = set()
+    for node in graph.nodes:  # in topological order
+        if is_seed(node) or any(source in found for source in node.all_input_nodes):
+            found.add(node)
+    return frozenset(found)
+
+
 def tensor_meta(arg: Any) -> torch.Tensor | None:
     return meta(arg) if isinstance(arg, fx.Node) and isinstance(meta(arg), torch.Tensor) else None
 

@@ -24,7 +24,7 @@ import torch
 from torch import fx
 
 from fuser.dtypes import SUPPORTED_DTYPES
-from fuser.nodes import bind_arguments, meta, operand_dtypes, tensor_meta
+from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
 from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
 from fuser.shapes import same_shape
@@ -93,19 +93,18 @@ def _is_view(node: fx.Node) -> bool:
     return node.target in VIEW_BY_OVERLOAD
 
 
-def sized_by_data(graph: fx.Graph) -> set[fx.Node]:
+def sized_by_data(graph: fx.Graph) -> frozenset[fx.Node]:
     """The nodes computed from a result whose size depends on the data (`_unique`, `nonzero`: ops tagged
     `dynamic_output_shape`). Their recorded sizes are not to be trusted: torch 2.11 traced a CUDA
     backward's `_unique` with one element where it returned three at run time, and a kernel planned
     for one row summed one row (index_fill's value gradient, issue 16)."""
-    found: set[fx.Node] = set()
-    for node in graph.nodes:  # in topological order
-        target = node.target
-        if (
-            isinstance(target, torch._ops.OpOverload) and torch.Tag.dynamic_output_shape in target.tags
-        ) or any(source in found for source in node.all_input_nodes):
-            found.add(node)
-    return found
+    return downstream(
+        graph,
+        lambda node: (
+            isinstance(node.target, torch._ops.OpOverload)
+            and torch.Tag.dynamic_output_shape in node.target.tags
+        ),
+    )
 
 
 def _fusible_nodes(graph: fx.Graph, fallbacks: list, gate: Gate | None) -> set[fx.Node]:

@@ -292,8 +292,9 @@ class KernelStep:
     strict: bool
     symbols: tuple = ()  # the graph's size symbols, in the order of the binding key
     into: dict[fx.Node, fx.Node] = field(default_factory=dict)  # member -> graph input it is stored into
-    # Nodes of the graph that eager steps compute: their run-time sizes may differ from those recorded
-    # when the size depends on data the tracer did not see (a CUDA `_unique` in torch 2.11's backward).
+    # Nodes of the graph whose sizes eager steps decide (their results and what is computed from them):
+    # their run-time sizes may differ from those recorded when a size depends on data the tracer did
+    # not see (a CUDA `_unique` in torch 2.11's backward).
     eager_made: frozenset = frozenset()
 
     def __post_init__(self):

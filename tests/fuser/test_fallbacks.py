@@ -194,3 +194,21 @@ def test_a_horizontal_kernel_fed_sizes_other_than_planned_runs_eagerly():
     indices = torch.tensor([3, 5, 3, 0])
     for got, want in zip(compiled([a, b, indices]), program(a, b, indices), strict=True):
         torch.testing.assert_close(got, want)
+
+
+def test_a_kernel_after_one_that_fell_back_for_its_sizes_is_checked_too():
+    # The first kernel (a row sum) reads an index_select planned for one row and falls back for four;
+    # the second (a full sum of the first's result) reads that real size from a kernel's step, not an
+    # eager one, and was planned for one element.
+    aten = torch.ops.aten
+
+    def program(a, indices):
+        rows = aten.index_select.default(a, 0, indices).sum(1)
+        return rows.exp().sum(), rows
+
+    a = torch.randn(37, 7)
+    compiled = _traced_and_compiled(program, a, torch.tensor([3]))
+    assert sum(isinstance(step, fuser.runtime.KernelStep) for step in compiled.steps) == 2
+    indices = torch.tensor([3, 5, 3, 0])
+    for got, want in zip(compiled([a, indices]), program(a, indices), strict=True):
+        torch.testing.assert_close(got, want)
