@@ -35,7 +35,9 @@ def picks(result: torch.Tensor) -> str:
 
 def row(device: str, name: str, label: str, eager: torch.Tensor, fused: torch.Tensor) -> str:
     same = bool(torch.equal(torch.signbit(eager), torch.signbit(fused)))
-    return f"{device:5} {name:8} {label:24} eager {picks(eager):14} fuser {picks(fused):14} same signs: {same}"
+    return (
+        f"{device:5} {name:8} {label:24} eager {picks(eager):14} fuser {picks(fused):14} same signs: {same}"
+    )
 
 
 def compiled(fn):

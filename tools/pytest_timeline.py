@@ -79,7 +79,9 @@ def summary(folder: Path, slowest: int = 15) -> str:
         idle = sum(a["t"] - b["t"] for b, a in zip(ends, starts[1:], strict=False))
         walls += [(b["t"] - a["t"], a.get("id", "?")) for a, b in zip(starts, ends, strict=False)]
         if len(starts) > len(ends):
-            unfinished.append(f"{path.stem}: {starts[-1].get('id', '?')} (started at {starts[-1]['t'] - t0:.1f} s)")
+            unfinished.append(
+                f"{path.stem}: {starts[-1].get('id', '?')} (started at {starts[-1]['t'] - t0:.1f} s)"
+            )
         last_end = max([last_end] + [e["t"] - t0 for e in ends])
         rows.append(
             f"{path.stem:>5}: import {events[0]['imported'] - t0:6.1f}  configured {events[0]['t'] - t0:6.1f}  "
