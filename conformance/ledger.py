@@ -62,6 +62,9 @@ ENTRY_SCHEMA: dict[str, Any] = {
             for field in ("device", "dtype", "direction", "context", "tier")
         },
         "reason": {"type": "string", "pattern": r"\S"},
+        # True where the case's outcome varies from run to run (eager's own answer is nondeterministic,
+        # e.g. a CUDA kernel's atomics): a pass is then not an XPASS. The reason must say why.
+        "outcome_varies": {"type": "boolean"},
     },
 }
 FILE_SCHEMA: dict[str, Any] = {
@@ -110,6 +113,7 @@ class Entry:
     contexts: tuple[str, ...]
     reason: str
     tiers: tuple[str, ...] = (ANY,)
+    outcome_varies: bool = False
 
     def covers(self, backend: str, device: str) -> bool:
         """Whether the entry applies to runs of this backend on this device."""
@@ -161,7 +165,8 @@ class Ledger:
             else:
                 scopes = (_names(raw[field]) for field in ("backend", "device", "dtype", "direction"))
                 context, tiers = _names(raw.get("context", ANY)), _names(raw.get("tier", ANY))
-                entries.append(Entry(op, *scopes, context, raw["reason"].strip(), tiers))
+                reason, varies = raw["reason"].strip(), raw.get("outcome_varies", False)
+                entries.append(Entry(op, *scopes, context, reason, tiers, varies))
         if problems:
             raise LedgerError("\n".join(problems))
         return cls(path, tuple(entries))

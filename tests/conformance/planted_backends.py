@@ -3,6 +3,8 @@
 `wrong_silu_backward`: AOTAutograd with eager kernels, except that every `silu_backward` in the backward
 graph returns 1.5 times its value — the forward is right, some gradients are not.
 
+`hangs`: never returns from compiling (a case time limit must stop it).
+
 `i0_zero_at_inf`: AOTAutograd with eager kernels, except that `i0` gives 0 at ±inf, where the suite's spec
 leaves i0 unspecified (eager's CPU kernel gives inf there, its CUDA kernel nan): the suite must skip those
 positions in results and in the inputs an in-place op writes, and nowhere else.
@@ -46,3 +48,8 @@ def _i0_zero_at_inf(gm: torch.fx.GraphModule, example_inputs):
 
 
 i0_zero_at_inf = aot_autograd(fw_compiler=_i0_zero_at_inf, bw_compiler=_eager)
+
+
+def hangs(gm: torch.fx.GraphModule, example_inputs):
+    while True:  # a compiler that never finishes (in Python, as tracing a huge graph does)
+        pass
