@@ -1,6 +1,7 @@
 """Seconds of a compiled optimizer step's first call, and the fuser's share of it (`compile_graph`).
 
     python benchmarks/optimizer_first_call.py --params 200          # one line, one fresh process
+    python benchmarks/optimizer_first_call.py --backend eager       # Dynamo alone; aot_eager: + AOTAutograd
 
 The rest of the first call is Dynamo's and AOTAutograd's tracing (and, on the CPU, the interpreted
 kernels' one run). Compare two trees in alternating fresh processes, e.g.
@@ -20,6 +21,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=int, default=200)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--backend", default="fuser", help="eager (Dynamo's share), aot_eager (+ AOTAutograd's), fuser"
+    )
     args = parser.parse_args()
     os.environ.setdefault("FUSER_UNVALIDATED", "fuse")
     from fuser import backend  # after the environment: the fuser reads it at import
@@ -40,12 +44,13 @@ def main() -> None:
         p.grad = torch.randn_like(p)
     optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, foreach=True)
     optimizer.step()  # the state exists: the compiled call is the steady state's graph
-    step = torch.compile(optimizer.step, backend="fuser")
+    step = torch.compile(optimizer.step, backend=args.backend)
     started = time.perf_counter()
     step()
     total = time.perf_counter() - started
     print(
-        f"first call {total:.2f} s, of which the fuser's compile_graph {spent[0]:.2f} s ({args.params} parameters)"
+        f"{args.backend}: first call {total:.2f} s, of which the fuser's compile_graph {spent[0]:.2f} s "
+        f"({args.params} parameters)"
     )
 
 
