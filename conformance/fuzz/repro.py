@@ -34,7 +34,7 @@ import base64
 import io
 import sys
 import zlib
-from math import inf, nan  # noqa: F401 (the program may use them)
+from math import inf, nan
 
 import torch
 

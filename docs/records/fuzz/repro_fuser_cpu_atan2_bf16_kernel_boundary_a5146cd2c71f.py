@@ -12,19 +12,21 @@ import base64
 import io
 import sys
 import zlib
-from math import inf, nan  # noqa: F401 (the program may use them)
+from math import inf, nan
 
 import torch
 
-BACKEND = 'fuser'
-DEVICE = 'cpu'
+BACKEND = "fuser"
+DEVICE = "cpu"
 RTOL, ATOL = (0.016, 1e-05)
 BACKWARD = True  # also compare the gradients of every floating input
 SEED = 0  # of the gradients flowing into the outputs
 
+
 def program(v0):
     v1 = torch.ops.aten.atan2.default(v0[::2], v0)
     return (v1,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: bfloat16[1] (contiguous)
@@ -63,7 +65,9 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
         results += list(grads)
     return results
 
@@ -123,8 +127,8 @@ def main():
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0[::2], v0)\n    return (v1,)\n'
-REFERENCE_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0[::2], v0)\n    return (v1,)\n'
+PROGRAM_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0[::2], v0)\n    return (v1,)\n"
+REFERENCE_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0[::2], v0)\n    return (v1,)\n"
 
 if __name__ == "__main__":
     main()
