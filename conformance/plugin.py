@@ -253,6 +253,10 @@ def pytest_runtest_call(item: pytest.Item):
 
 def pytest_configure(config: pytest.Config) -> None:
     chosen = selection(config)  # bad options are usage errors before anything is collected
+    if config.getoption("case_time_limit") < 0:
+        raise pytest.UsageError(
+            f"--case-time-limit {config.getoption('case_time_limit'):g}: seconds, 0 or more (0: no limit)"
+        )
     _share_machine(chosen.device, getattr(config, "workerinput", None))
 
 

@@ -1,6 +1,6 @@
 """A time limit for one conformance case, so a case that hangs fails with where it was instead of
-holding a whole run (issue 14, item 7: on torch 2.11 with CUDA, compiling cumprod's backward along a
-20,000-long dim never finished, and every later run waited for it until the call's limit).
+holding a whole run (issue 14, item 7: on torch 2.11, the GPU machines' version, compiling cumprod's
+backward along a 20,000-long dim never finished, and every GPU run waited for it until the call's limit).
 
 The limit is a SIGALRM timer that raises `CaseTimeLimit` in the test's thread. It derives from
 BaseException so that no `except Exception` on the way (torch.compile's, the runner's) swallows it; the

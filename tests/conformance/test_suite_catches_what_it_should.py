@@ -171,3 +171,9 @@ def test_an_expected_failure_whose_outcome_varies_may_pass_without_an_xpass(tmp_
     result = run_suite(*ONE_CASE, "--context", "alone", "--ledger", str(ledger))
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 cases: 1 passed, 0 failed, 0 xfailed, 0 xpassed" in result.stdout, result.stdout[-3000:]
+
+
+def test_a_negative_case_time_limit_is_a_usage_error_that_names_it():
+    result = run_suite(*ONE_CASE, "--case-time-limit", "-5")
+    assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "--case-time-limit -5: seconds, 0 or more" in result.stderr + result.stdout
