@@ -2,12 +2,16 @@
 
 The verdict is `conformance.oracle.compare` on the outputs, on the inputs after the call (an in-place
 node updates one) and, for a differentiable program, on the gradients of every floating input, exactly
-as a conformance case is judged. Four outcomes are not a verdict:
+as a conformance case is judged. Five outcomes are not a verdict:
 
 - `eager_rejects`: eager raises (an integer division by zero, say): the program has no answer;
 - `tracing_rejects`: torch's own tracing raised before any backend saw a graph (a meta function
   stricter than eager's kernel: `linalg_vector_norm(ord=inf)` over a non-empty dim of an empty tensor):
   every `torch.compile` backend fails it alike, so it says nothing about this one;
+- `meta_disagrees`: the compiled program differs from eager where torch's meta functions, which every
+  tracing backend builds its graph from, give a result another dtype or shape than eager's kernel
+  (`prims.div` of two bools: eager float32, the meta bool; the fuser and Inductor both return bool):
+  checked only once a difference is found, and reported, not blamed on the backend;
 - `vacuous`: the backend compiled nothing — Dynamo handed it no graph, or broke the program into
   several graphs, or (for the fuser, through its public counters) no kernel ran. A pass there would
   say nothing about the backend, so it is counted and rejected, never counted as a pass.
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 import torch._dynamo
+from torch.utils._pytree import tree_leaves
 
 from conformance.fuzz.program import Program
 from conformance.oracle import TOLERANCES, compare
@@ -36,7 +41,7 @@ from conformance.values import DTYPES
 
 @dataclass
 class Outcome:
-    status: str  # "pass", "fail", "eager_rejects", "tracing_rejects" or "vacuous"
+    status: str  # "pass", "fail", "eager_rejects", "tracing_rejects", "meta_disagrees" or "vacuous"
     message: str = ""
 
 
@@ -68,6 +73,26 @@ def _quietly(fn: Callable, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args)
+
+
+def meta_mismatch(function: Callable, made: list, expected) -> str | None:
+    """Where torch's meta functions give a result another dtype or shape than eager's kernels did."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        with FakeTensorMode() as mode:
+            fakes = [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in made]
+            traced = _quietly(function, *fakes)
+    except Exception:
+        return None  # no meta answer to compare (data-dependent shapes, say)
+    pairs = zip(tree_leaves(traced), tree_leaves(expected), strict=False)
+    for index, (meta, real) in enumerate(pairs):
+        if isinstance(real, torch.Tensor) and (meta.dtype, meta.shape) != (real.dtype, real.shape):
+            return (
+                f"result {index}: torch's meta functions give {meta.dtype}{list(meta.shape)} where eager's "
+                f"kernels give {real.dtype}{list(real.shape)}; every backend that traces with them differs alike"
+            )
+    return None
 
 
 def check(program: Program, backend: str, device: str = "cpu", backward: bool = True) -> Outcome:
@@ -145,4 +170,9 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
         verdict = compare(grads, expected_grads, reference_grads, tolerance, forward=False)
         if not verdict.ok:
             problems.append(f"gradients: {verdict.message}")
-    return Outcome("fail", "\n".join(problems)) if problems else Outcome("pass")
+    if not problems:
+        return Outcome("pass")
+    disagreement = meta_mismatch(function, made, expected)
+    if disagreement is not None:
+        return Outcome("meta_disagrees", f"{disagreement}\n" + "\n".join(problems))
+    return Outcome("fail", "\n".join(problems))

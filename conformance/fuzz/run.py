@@ -171,7 +171,7 @@ def fuzz(
             outcome = known[program.key()] = check(program, backend, device, backward)
             report.counts[outcome.status] += 1
             report.counts["shrink_checks"] += "program" in last
-        if outcome.status in ("vacuous", "eager_rejects", "tracing_rejects"):
+        if outcome.status in ("vacuous", "eager_rejects", "tracing_rejects", "meta_disagrees"):
             hypothesis.reject()
         if outcome.status == "fail":
             report.first_found = report.first_found or program

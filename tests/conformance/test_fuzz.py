@@ -234,3 +234,18 @@ def test_a_program_torch_cannot_trace_is_not_blamed_on_the_backend(monkeypatch):
     outcome = check(program, "fuser")
     assert outcome.status == "tracing_rejects", outcome
     assert "vector_norm" in outcome.message
+
+
+def test_a_difference_that_torchs_meta_functions_make_is_not_blamed_on_the_backend(monkeypatch):
+    # Found by the dev profile (seed 11263): prims.div of two bools is float32 in eager and bool in its
+    # meta function, so the fuser (and Inductor) return bool. Reported apart, never counted as a pass.
+    program = small_program()
+
+    def bool_division(v0, v1):
+        flag = v0.sum() > 0
+        return (torch.ops.prims.div.default(flag, flag == flag),)
+
+    monkeypatch.setattr(Program, "function", lambda self, widened=False: bool_division)
+    outcome = check(program, "fuser", backward=False)
+    assert outcome.status == "meta_disagrees", outcome
+    assert "torch.bool[] where eager's kernels give torch.float32[]" in outcome.message
