@@ -223,14 +223,19 @@ def rerun_command(key: CaseKey, tier: str) -> str:
     return "nox -s conformance -- " + shlex.join(options)
 
 
+def _case_key(item: pytest.Item) -> CaseKey | None:
+    """The op case an item runs, or None for any other test (a model block, a test of the product)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get(FIXTURE) if callspec is not None else None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     result = outcome.get_result()
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or FIXTURE not in callspec.params or result.when != "call":
+    key = _case_key(item)
+    if key is None or result.when != "call":
         return
-    key: CaseKey = callspec.params[FIXTURE]
     tier = item.config.getoption("tier")
     result.user_properties.append(("conformance_case", asdict(key)))
     if result.failed:
@@ -241,8 +246,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def pytest_runtest_call(item: pytest.Item):
     """Runs an op case under the case time limit; a case past it fails like a wrong answer (the ledger
     can expect it) with where it was, and the run goes on."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or FIXTURE not in callspec.params:
+    if _case_key(item) is None:
         return (yield)
     try:
         with case_time_limit(item.config.getoption("case_time_limit")):

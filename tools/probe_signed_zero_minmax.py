@@ -18,14 +18,21 @@ OPS = {"maximum": torch.maximum, "minimum": torch.minimum, "fmax": torch.fmax, "
 
 
 def layouts(device: str) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    neg = lambda *s: torch.full(s, -0.0, device=device)  # noqa: E731
-    pos = lambda *s: torch.zeros(s, device=device)  # noqa: E731
-    return {
-        "contiguous 4099": (neg(4099), pos(4099)),
-        "0-d": (neg(), pos()),
-        "broadcast (7,1)x(1,5)": (neg(7, 1), pos(1, 5)),
-        "transposed 33x65": (neg(65, 33).t(), pos(33, 65)),
+    """(first operand all -0.0, second all +0.0) in each layout."""
+    shapes = {
+        "contiguous 4099": ((4099,), (4099,)),
+        "0-d": ((), ()),
+        "broadcast (7,1)x(1,5)": ((7, 1), (1, 5)),
     }
+    pairs = {
+        label: (torch.full(a, -0.0, device=device), torch.zeros(b, device=device))
+        for label, (a, b) in shapes.items()
+    }
+    pairs["transposed 33x65"] = (
+        torch.full((65, 33), -0.0, device=device).t(),
+        torch.zeros(33, 65, device=device),
+    )
+    return pairs
 
 
 def picks(result: torch.Tensor) -> str:

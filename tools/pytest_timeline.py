@@ -74,10 +74,11 @@ def summary(folder: Path, slowest: int = 15) -> str:
         starts = [e for e in events if e["event"] == "test_start"]
         ends = [e for e in events if e["event"] == "test_end"]
         collected = next((e["t"] for e in events if e["event"] == "collected"), None)
-        busy = sum(b["t"] - a["t"] for a, b in zip(starts, ends, strict=False))
+        tests = [(b["t"] - a["t"], a.get("id", "?")) for a, b in zip(starts, ends, strict=False)]
+        walls += tests
+        busy = sum(wall for wall, _ in tests)
         # between one test's end and the next one's start: the worker waits for work (or runs hooks)
         idle = sum(a["t"] - b["t"] for b, a in zip(ends, starts[1:], strict=False))
-        walls += [(b["t"] - a["t"], a.get("id", "?")) for a, b in zip(starts, ends, strict=False)]
         if len(starts) > len(ends):
             unfinished.append(
                 f"{path.stem}: {starts[-1].get('id', '?')} (started at {starts[-1]['t'] - t0:.1f} s)"
