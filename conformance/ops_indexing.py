@@ -208,14 +208,19 @@ def select_scatter_calls(x, make) -> Calls:
     return calls
 
 
+# (start, end, step) of slice_scatter's region: to the end; stopping short of it (a region that ends
+# inside the dim, where an off-by-one at its far edge shows); from the end, by 3, with no end.
+SCATTER_REGIONS = ((1, None, 2), (0, -1, 1), (-4, None, 3))
+
+
 def slice_scatter_calls(x, make) -> Calls:
     calls = []
     for dim in _positions(x):
-        size = x.shape[dim]
-        start, end, step = 1, size, 2
-        shape = list(x.shape)
-        shape[dim] = len(range(start, size, step))
-        calls.append(((x, make(shape, position=1)), {"dim": dim, "start": start, "end": end, "step": step}))
+        for start, end, step in SCATTER_REGIONS:
+            shape = list(x.shape)
+            shape[dim] = len(range(*slice(start, end, step).indices(x.shape[dim])))
+            kwargs = {"dim": dim, "start": start, "end": end, "step": step}
+            calls.append(((x, make(shape, position=1)), kwargs))
     return calls
 
 

@@ -171,11 +171,19 @@ def _inplace_twin(overload: torch._ops.OpOverload) -> torch._ops.OpOverload | No
     return getattr(twin, overload._overloadname)
 
 
+def _creates(overload: torch._ops.OpOverload) -> bool:
+    """An op with no tensor argument (full): there is no input to derive samples from."""
+    tensor = torch._C.TensorType.get()
+    return not any(a.type.isSubtypeOf(tensor) for a in overload._schema.arguments)
+
+
 def pointwise_specs() -> list[OpSpec]:
     specs = []
     for overload in POINTWISE_BY_OVERLOAD:
         if overload._schema.name.split("::")[1] in BACKWARD_OPS:
             continue  # specified below, as the backward op it is
+        if _creates(overload):
+            continue  # specified with the other creation ops (conformance/ops_created.py)
         specs.append(_derived(overload))
         if _inplace_twin(overload) is not None:
             specs.append(_derived(overload, inplace=True))

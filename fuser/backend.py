@@ -20,7 +20,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from fuser.autograd_pairs import split_pairs
 from fuser.compiler import compile_graph
 from fuser.foreach import foreach_decompositions
-from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 
@@ -113,7 +113,13 @@ def decomposition_table(foreach: bool = True) -> dict:
     ops the fuser lowers whole or leaves to eager whole (`EAGER_WHOLE`), and minus the forward of every
     pair the table would split: a forward decomposed while the backward op that reads its saved outputs
     stays an op (`fuser.autograd_pairs`)."""
-    lowered = {*POINTWISE_BY_OVERLOAD, *VIEW_BY_OVERLOAD, *REDUCTION_BY_OVERLOAD, *EAGER_WHOLE}
+    lowered = {
+        *POINTWISE_BY_OVERLOAD,
+        *VIEW_BY_OVERLOAD,
+        *SCATTER_BY_OVERLOAD,
+        *REDUCTION_BY_OVERLOAD,
+        *EAGER_WHOLE,
+    }
     table = {**core_aten_decompositions(), **get_decompositions(COMPOSITES)}
     if foreach:
         table |= foreach_decompositions()

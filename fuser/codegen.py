@@ -24,11 +24,11 @@ from torch import fx
 from fuser import miscompiles
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
+from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
-from fuser.views import Index, broadcast_index, contiguous_strides, source_index
+from fuser.views import Index, broadcast_index, contiguous_strides, scatter_source, source_index
 
 INT32_LIMIT = 2**31 - 1
 MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
@@ -280,6 +280,8 @@ class Builder:
                 self.values[key] = self.reduction(node, index)
             elif node.target in VIEW_BY_OVERLOAD:
                 self.values[key] = self.view(node, index)
+            elif node.target in SCATTER_BY_OVERLOAD:
+                self.values[key] = self.scatter(node, index)
             else:
                 self.values[key] = self.pointwise(node, index)
         return self.values[key]
@@ -302,6 +304,23 @@ class Builder:
         )
         self.names[kind] += 1
         return mapped
+
+    def scatter(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+        """A scatter's element: `src`'s where the scatter writes, else `self`'s. Both stay in the dtype
+        the kernel holds them in: no rounding at the seam (eager's slice gradient is exact there too)."""
+        bound = bind_arguments(node)
+        kind = SCATTER_BY_OVERLOAD[node.target].name
+        out, src = meta(node), meta(bound["src"])
+        held = value_dtype(out.dtype)
+        kept = self.cast(*self.value(bound["self"], index), held)
+        if src.numel() == 0:  # nothing is written (and there is no element of src to read)
+            return kept, held
+        condition, src_index = scatter_source(
+            kind, bound, index, out.shape, src.shape, self, f"{kind}{self.names[kind]}"
+        )
+        self.names[kind] += 1
+        written = self.cast(*self.value(bound["src"], src_index), held)
+        return self.emit(kind, f"tl.where({condition}, {written}, {kept})"), held
 
     def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
         """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:
@@ -444,7 +463,11 @@ from fuser import kernel_lib as lib
 def kernel_name(kernel: Kernel) -> str:
     ops = []
     for node in kernel.computed:
-        op = POINTWISE_BY_OVERLOAD.get(node.target) or REDUCTION_BY_OVERLOAD.get(node.target)
+        op = (
+            POINTWISE_BY_OVERLOAD.get(node.target)
+            or REDUCTION_BY_OVERLOAD.get(node.target)
+            or SCATTER_BY_OVERLOAD.get(node.target)
+        )
         if op is not None and op.name not in ops:
             ops.append(op.name)
     return "fused_" + "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")

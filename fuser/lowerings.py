@@ -6,7 +6,8 @@ emits on an architecture — the rendered Triton expression for a float and an i
 the schema's default attributes, and the source of every `lib.*` helper it calls (and, for the
 interpreter, of the NumPy `libdevice` functions it calls) — so editing a lowering makes its manifest
 entries stale. Reductions hash their combine rules and the code of a kind emitted by its own method
-(var, argmax, argmin); views hash the index mapping.
+(var, argmax, argmin); views hash the index mapping, scatters theirs and the code choosing between
+their two inputs.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from functools import cache
 
 import torch
 
-from fuser import interpreter_libdevice, kernel_lib, row_codegen, views
+from fuser import codegen, interpreter_libdevice, kernel_lib, row_codegen, views
 from fuser.dtypes import SUPPORTED_DTYPES, is_integral
-from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts, PointwiseOp
+from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts, PointwiseOp
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 
 # The conformance suite's dtype names, in its order.
@@ -48,7 +49,7 @@ def op_name(overload: torch._ops.OpOverload) -> str:
 @dataclass(frozen=True)
 class Lowering:
     name: str
-    kind: str  # pointwise | reduction | view
+    kind: str  # pointwise | reduction | view | scatter
     dtypes: tuple[str, ...]  # the operand dtypes it is lowered for (others run eager)
 
 
@@ -74,6 +75,8 @@ def lowerings() -> dict[str, Lowering]:
         found[op_name(overload)] = Lowering(op_name(overload), "reduction", every)
     for overload in VIEW_BY_OVERLOAD:
         found[op_name(overload)] = Lowering(op_name(overload), "view", every)
+    for overload in SCATTER_BY_OVERLOAD:
+        found[op_name(overload)] = Lowering(op_name(overload), "scatter", every)
     return found
 
 
@@ -143,6 +146,9 @@ def _describe(name: str, arch: str) -> str:
         rule = row_codegen.KINDS.get(op.kind)
         own = row_codegen.emitter_source(op.kind)
         return "\n".join([repr(op), repr(rule), *_helpers(repr(rule), arch), *([own] if own else [])])
+    if overload in SCATTER_BY_OVERLOAD:
+        sources = [inspect.getsource(f) for f in (views.scatter_source, codegen.Builder.scatter)]
+        return "\n".join([repr(SCATTER_BY_OVERLOAD[overload]), *sources])
     view = VIEW_BY_OVERLOAD[overload]
     return "\n".join([repr(view), inspect.getsource(views.source_index)])
 

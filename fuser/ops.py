@@ -9,7 +9,8 @@ Each entry is one aten op (one or more overloads that share semantics) and says
 
 Adding a pointwise op is one `_op(...)` line here. Operands arrive as names of temporaries already
 cast as their typing rule says, so a renderer never promotes. Views are in `VIEW_OPS`, and they move
-indices rather than values (see `fuser.views`).
+indices rather than values (see `fuser.views`); scatters (`SCATTER_OPS`) choose, per element, between
+two inputs read at different indices.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ class PointwiseOp:
 
 @dataclass(frozen=True)
 class ViewOp:
+    name: str
+    overloads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScatterOp:
+    """An op whose result is its `self` with a region replaced by `src` (the gradient of a slice): each
+    element is a choice between the two, so it fuses like a pointwise op. `fuser.views.scatter_source`
+    says which elements come from `src`, and from where."""
+
     name: str
     overloads: tuple[str, ...]
 
@@ -283,6 +294,10 @@ def _nan_to_num(x: str, nan=None, posinf=None, neginf=None, *, out_dtype: torch.
         f"tl.where({x} != {x}, {float(nan)!r}, tl.where({x} == float('inf'), {float(posinf)!r}, "
         f"tl.where({x} == -float('inf'), {float(neginf)!r}, {x})))"
     )
+
+
+def _fill(value: str, *, out_dtype: torch.dtype) -> str:
+    return _converted(value, out_dtype)
 
 
 def _op(name: str, overloads: str, operands, render, **kw) -> PointwiseOp:
@@ -679,13 +694,11 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         wants_out_dtype=True,
     ),
     # full_like reads nothing of its input: the value is the fill (isfinite on integers decomposes to it).
-    # The fill keeps its own dtype and converts as masked_fill's value does.
-    _op(
-        "full_like",
-        "default",
-        (("fill_value", Typing.OWN),),
-        lambda v, *, out_dtype: _converted(v, out_dtype),
-        wants_out_dtype=True,
+    # The fill keeps its own dtype and converts as masked_fill's value does. full (what zeros, ones and
+    # the zeros of a slice's gradient decompose to) is the same value with no input at all.
+    *(
+        _op(name, "default", (("fill_value", Typing.OWN),), _fill, wants_out_dtype=True)
+        for name in ("full_like", "full")
     ),
     # --- copies and casts: the value keeps its own dtype; fuser.codegen casts it to the output dtype ---
     _op("clone", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
@@ -725,16 +738,19 @@ VIEW_OPS: tuple[ViewOp, ...] = (
 )
 
 
+SCATTER_OPS: tuple[ScatterOp, ...] = (ScatterOp("slice_scatter", ("slice_scatter.default",)),)
+
+
 def _overload(qualified: str) -> torch._ops.OpOverload:
     namespace, _, rest = qualified.rpartition("::") if "::" in qualified else ("aten", "", qualified)
     packet, _, overload = rest.partition(".")
     return getattr(getattr(getattr(torch.ops, namespace), packet), overload)
 
 
-def _index() -> tuple[dict, dict]:
-    pointwise = {_overload(o): op for op in POINTWISE_OPS for o in op.overloads}
-    views = {_overload(o): view for view in VIEW_OPS for o in view.overloads}
-    return pointwise, views
+def _by_overload(ops) -> dict:
+    return {_overload(o): op for op in ops for o in op.overloads}
 
 
-POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD = _index()
+POINTWISE_BY_OVERLOAD = _by_overload(POINTWISE_OPS)
+VIEW_BY_OVERLOAD = _by_overload(VIEW_OPS)
+SCATTER_BY_OVERLOAD = _by_overload(SCATTER_OPS)

@@ -25,7 +25,7 @@ from torch import fx
 
 from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
+from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
 from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
 from fuser.shapes import same_shape
 
@@ -62,6 +62,7 @@ def lowering_obstacle(node: fx.Node) -> str | None:
     if (
         target not in POINTWISE_BY_OVERLOAD
         and target not in VIEW_BY_OVERLOAD
+        and target not in SCATTER_BY_OVERLOAD
         and target not in REDUCTION_BY_OVERLOAD
     ):
         return "no lowering in the op table"

@@ -137,3 +137,27 @@ def source_index(
         dims = args["broadcast_dimensions"]
         return tuple("0" if same(in_shape[k], 1) else index[d] for k, d in enumerate(dims))
     raise NotImplementedError(f"view kind {kind!r} has no index mapping")
+
+
+def scatter_source(
+    kind: str, args: dict[str, Any], index: Index, out_shape, src_shape, sink: IndexSink, name: str
+) -> tuple[str, Index]:
+    """For output `index` of a scatter of kind `kind` (a `fuser.ops.ScatterOp` name): a Triton condition,
+    true where the element comes from `src`, and the index of `src` read there. That index is clamped into
+    `src`, so the read stays in bounds where the condition is false and the value is not used."""
+    if kind == "slice_scatter":
+        dim = _dim(args["dim"], len(out_shape))
+        size = out_shape[dim]
+        start = args["start"] or 0
+        start = torch.sym_min(torch.sym_max(start + size if start < 0 else start, 0), size)
+        step = args["step"]
+        # Written positions are start, start + step, ...: as many as src has along dim (`end` is implied).
+        count = sink.int_param(f"{name}_count", src_shape[dim])
+        offset = sink.index_temp(f"{index[dim]} - {sink.int_param(f'{name}_start', start)}")
+        taken = offset if step == 1 else sink.index_temp(f"{offset} // {step}")
+        condition = f"({offset} >= 0) & ({taken} < {count})"
+        if step != 1:
+            condition += f" & ({offset} % {step} == 0)"
+        clamped = sink.index_temp(f"tl.minimum(tl.maximum({taken}, 0), {count} - 1)")
+        return condition, (*index[:dim], clamped, *index[dim + 1 :])
+    raise NotImplementedError(f"scatter kind {kind!r} has no index mapping")
