@@ -98,12 +98,21 @@ class Node:
         """The call's source; `widened`, for the float64 reference: a cast to a floating dtype rounds
         as the program asks, and the value goes on in float64 (else the reference would compute the
         rest of the program in bfloat16, just as eager does, and judge nothing)."""
-        if widened and self.op in CASTS and dict(self.attrs).get("dtype", torch.float64).is_floating_point:
+        dtype = dict(self.attrs).get("dtype")
+        floating = isinstance(dtype, torch.dtype) and dtype.is_floating_point
+        if widened and self.op in CASTS and (dtype is None or floating):
             return f"{self.call()}.to(torch.float64)"
+        sources = [o.source() for o in self.operands]
+        attrs = self.attrs
+        if widened and floating and self.operands and self.operands[0].value is not None:
+            # Another op's dtype= (sum, log_softmax) casts its input and computes in that dtype: the input
+            # rounds as the program asks, and the op runs in float64 (else the reference is float32 too).
+            sources[0] = f"{sources[0]}.to({dtype}).to(torch.float64)"
+            attrs = tuple((k, torch.float64 if k == "dtype" else v) for k, v in attrs)
         positional = len(self.operands) - len(self.keywords)
-        parts = [o.source() for o in self.operands[:positional]]
-        parts += [f"{k}={o.source()}" for k, o in zip(self.keywords, self.operands[positional:], strict=True)]
-        parts += [f"{k}={_literal(v)}" for k, v in self.attrs]
+        parts = sources[:positional]
+        parts += [f"{k}={o}" for k, o in zip(self.keywords, sources[positional:], strict=True)]
+        parts += [f"{k}={_literal(v)}" for k, v in attrs]
         text = f"torch.ops.{self.op}({', '.join(parts)})"
         return text if self.pick is None else f"{text}[{self.pick}]"
 

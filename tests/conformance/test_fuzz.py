@@ -249,3 +249,27 @@ def test_a_difference_that_torchs_meta_functions_make_is_not_blamed_on_the_backe
     outcome = check(program, "fuser", backward=False)
     assert outcome.status == "meta_disagrees", outcome
     assert "torch.bool[] where eager's kernels give torch.float32[]" in outcome.message
+
+
+def test_the_reference_of_an_op_with_a_dtype_computes_in_float64():
+    # Found by the dev profile (seed 11261): log_softmax(v, dtype=float32) kept its dtype in the float64
+    # reference, so the "reference" was float32 too, equal to eager, and a fused gradient over a
+    # 16,411-long row was flagged for being 1.8e-4 from it. The input rounds as the program asks; the op
+    # then runs in float64.
+    program = Program(
+        inputs=(Input((301,), "float32", "contiguous", False),),
+        nodes=(
+            Node("aten.mul.Tensor", (Operand(0), Operand(None, 3.0))),
+            Node("aten.log_softmax.int", (Operand(1),), attrs=(("dim", -1), ("dtype", torch.float32))),
+        ),
+        outputs=(2,),
+        dtypes=("float32", "float32", "float32"),
+        differentiable=True,
+    )
+    (x,) = program.make_inputs()
+    (reference,) = program.function(widened=True)(x.double())
+    (eager,) = program.function()(x)
+    assert reference.dtype == torch.float64
+    rounded = (x * 3.0).double()  # the input the program asks log_softmax to read: 3x in float32
+    torch.testing.assert_close(reference, torch.log_softmax(rounded, -1), rtol=0, atol=0)
+    assert (reference - eager.double()).abs().max() > 0  # eager's float32 arithmetic is not the reference
