@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import fuser  # noqa: F401  (registers the backend)
+from fuser.explain import collecting
 
 HALF = [torch.float16, torch.bfloat16]
 FILLS = [0.1, -2.5, 1 / 3]  # inexact in both half dtypes, exact, inexact
@@ -37,12 +38,30 @@ def same(got, want) -> None:
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 @pytest.mark.parametrize("value", FILLS)
-def test_full_like_is_rounded_to_its_dtype_before_it_is_combined(dtype, value, device) -> None:
+@pytest.mark.parametrize("make", ["full_like", "full"])
+def test_a_fill_is_rounded_to_its_dtype_before_it_is_combined(make, dtype, value, device) -> None:
     def program(x):
-        filled = torch.full_like(x, value)
+        if make == "full":
+            filled = torch.full(x.shape, value, dtype=x.dtype, device=x.device)
+        else:
+            filled = torch.full_like(x, value)
         return filled - x, filled == x
 
     x = near_fill(value, dtype, device)
+    with collecting() as graphs:
+        got = compiled(program)(x)
+    same(got, program(x))
+    assert f"aten.{make}.default" not in [c for g in graphs for c in g.eager_calls]
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int64, torch.float64], ids=str)
+def test_full_of_every_kind_of_dtype_alone_and_empty(dtype, device) -> None:
+    def program(x):
+        return torch.full((3, 0), 1, dtype=dtype, device=x.device), torch.full(
+            (2, 5), 1, dtype=dtype, device=x.device
+        ) + x
+
+    x = torch.arange(5, device=device).to(dtype)
     same(compiled(program)(x), program(x))
 
 
