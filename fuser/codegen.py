@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch.utils._pytree import tree_leaves
 
 from fuser import miscompiles
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
@@ -28,7 +29,7 @@ from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLO
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
-from fuser.views import Index, broadcast_index, contiguous_strides, scatter_source, source_index
+from fuser.views import Index, broadcast_index, contiguous_strides, scatter_pieces, source_index
 
 INT32_LIMIT = 2**31 - 1
 MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
@@ -306,21 +307,29 @@ class Builder:
         return mapped
 
     def scatter(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
-        """A scatter's element: `src`'s where the scatter writes, else `self`'s. Both stay in the dtype
-        the kernel holds them in: no rounding at the seam (eager's slice gradient is exact there too)."""
-        bound = bind_arguments(node)
+        """A scatter's element: the first of its pieces whose condition holds (`fuser.views.scatter_pieces`).
+        Every value stays in the dtype the kernel holds the result in: no rounding at a seam (eager's
+        slice gradient and cat are exact there too)."""
         kind = SCATTER_BY_OVERLOAD[node.target].name
-        out, src = meta(node), meta(bound["src"])
-        held = value_dtype(out.dtype)
-        kept = self.cast(*self.value(bound["self"], index), held)
-        if src.numel() == 0:  # nothing is written (and there is no element of src to read)
-            return kept, held
-        condition, src_index = scatter_source(
-            kind, bound, index, out.shape, src.shape, self, f"{kind}{self.names[kind]}"
+        # Every tensor argument in order, repeats kept: cat((x, y, x)) reads x twice (all_input_nodes would not).
+        sources = [a for a in tree_leaves((node.args, node.kwargs)) if tensor_meta(a) is not None]
+        held = value_dtype(meta(node).dtype)
+        pieces = scatter_pieces(
+            kind,
+            bind_arguments(node),
+            index,
+            meta(node).shape,
+            [meta(s).shape for s in sources],
+            self,
+            f"{kind}{self.names[kind]}",
         )
         self.names[kind] += 1
-        written = self.cast(*self.value(bound["src"], src_index), held)
-        return self.emit(kind, f"tl.where({condition}, {written}, {kept})"), held
+        *tried, (_, last, last_index) = pieces
+        value = self.cast(*self.value(sources[last], last_index), held)
+        for condition, source, at in reversed(tried):
+            read = self.cast(*self.value(sources[source], at), held)
+            value = self.emit(kind, f"tl.where({condition}, {read}, {value})")
+        return value, held
 
     def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
         """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:

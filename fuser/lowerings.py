@@ -147,7 +147,7 @@ def _describe(name: str, arch: str) -> str:
         own = row_codegen.emitter_source(op.kind)
         return "\n".join([repr(op), repr(rule), *_helpers(repr(rule), arch), *([own] if own else [])])
     if overload in SCATTER_BY_OVERLOAD:
-        sources = [inspect.getsource(f) for f in (views.scatter_source, codegen.Builder.scatter)]
+        sources = [inspect.getsource(f) for f in (views.scatter_pieces, codegen.Builder.scatter)]
         return "\n".join([repr(SCATTER_BY_OVERLOAD[overload]), *sources])
     view = VIEW_BY_OVERLOAD[overload]
     return "\n".join([repr(view), inspect.getsource(views.source_index)])

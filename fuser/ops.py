@@ -82,9 +82,9 @@ class ViewOp:
 
 @dataclass(frozen=True)
 class ScatterOp:
-    """An op whose result is its `self` with a region replaced by `src` (the gradient of a slice): each
-    element is a choice between the two, so it fuses like a pointwise op. `fuser.views.scatter_source`
-    says which elements come from `src`, and from where."""
+    """An op each of whose elements is read from one of its inputs, chosen by position: `self` with a
+    region replaced by `src` (the gradient of a slice), or inputs laid end to end (cat). It fuses like a
+    pointwise op; `fuser.views.scatter_pieces` says which input each element comes from, and where."""
 
     name: str
     overloads: tuple[str, ...]
@@ -695,10 +695,11 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     ),
     # full_like reads nothing of its input: the value is the fill (isfinite on integers decomposes to it).
     # The fill keeps its own dtype and converts as masked_fill's value does. full (what zeros, ones and
-    # the zeros of a slice's gradient decompose to) is the same value with no input at all.
+    # the zeros of a slice's gradient decompose to) and scalar_tensor (a 0-d one: eight a step in each
+    # zoo model's graphs) are the same value with no input at all.
     *(
-        _op(name, "default", (("fill_value", Typing.OWN),), _fill, wants_out_dtype=True)
-        for name in ("full_like", "full")
+        _op(name, "default", ((value, Typing.OWN),), _fill, wants_out_dtype=True)
+        for name, value in (("full_like", "fill_value"), ("full", "fill_value"), ("scalar_tensor", "s"))
     ),
     # --- copies and casts: the value keeps its own dtype; fuser.codegen casts it to the output dtype ---
     _op("clone", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
@@ -738,7 +739,10 @@ VIEW_OPS: tuple[ViewOp, ...] = (
 )
 
 
-SCATTER_OPS: tuple[ScatterOp, ...] = (ScatterOp("slice_scatter", ("slice_scatter.default",)),)
+SCATTER_OPS: tuple[ScatterOp, ...] = (
+    ScatterOp("slice_scatter", ("slice_scatter.default",)),
+    ScatterOp("cat", ("cat.default",)),
+)
 
 
 def _overload(qualified: str) -> torch._ops.OpOverload:

@@ -139,25 +139,45 @@ def source_index(
     raise NotImplementedError(f"view kind {kind!r} has no index mapping")
 
 
-def scatter_source(
-    kind: str, args: dict[str, Any], index: Index, out_shape, src_shape, sink: IndexSink, name: str
-) -> tuple[str, Index]:
-    """For output `index` of a scatter of kind `kind` (a `fuser.ops.ScatterOp` name): a Triton condition,
-    true where the element comes from `src`, and the index of `src` read there. That index is clamped into
-    `src`, so the read stays in bounds where the condition is false and the value is not used."""
-    if kind == "slice_scatter":
+Piece = tuple[str | None, int, Index]  # (condition, which source, the index read in it)
+
+
+def scatter_pieces(
+    kind: str, args: dict[str, Any], index: Index, out_shape, source_shapes, sink: IndexSink, name: str
+) -> list[Piece]:
+    """For output `index` of a scatter of kind `kind` (a `fuser.ops.ScatterOp` name) over its tensor
+    inputs (`source_shapes`, in argument order): where each element comes from, as pieces tried in order,
+    the last with no condition. Every index read is clamped into its source, so each read stays in bounds
+    at every element, also where its piece's value is not the one kept."""
+    if kind == "slice_scatter":  # sources: self, src
         dim = _dim(args["dim"], len(out_shape))
+        if same(source_shapes[1][dim], 0):
+            return [(None, 0, index)]  # nothing is written (and src has no element to read)
         size = out_shape[dim]
         start = args["start"] or 0
         start = torch.sym_min(torch.sym_max(start + size if start < 0 else start, 0), size)
         step = args["step"]
         # Written positions are start, start + step, ...: as many as src has along dim (`end` is implied).
-        count = sink.int_param(f"{name}_count", src_shape[dim])
+        count = sink.int_param(f"{name}_count", source_shapes[1][dim])
         offset = sink.index_temp(f"{index[dim]} - {sink.int_param(f'{name}_start', start)}")
         taken = offset if step == 1 else sink.index_temp(f"{offset} // {step}")
         condition = f"({offset} >= 0) & ({taken} < {count})"
         if step != 1:
             condition += f" & ({offset} % {step} == 0)"
         clamped = sink.index_temp(f"tl.minimum(tl.maximum({taken}, 0), {count} - 1)")
-        return condition, (*index[:dim], clamped, *index[dim + 1 :])
+        return [(condition, 1, (*index[:dim], clamped, *index[dim + 1 :])), (None, 0, index)]
+    if kind == "cat":  # sources: the tensors, laid end to end along dim
+        dim = _dim(args["dim"], len(out_shape))
+        pieces, first = [], 0
+        for number, shape in enumerate(source_shapes):
+            if same(shape[dim] if len(shape) == len(out_shape) else 0, 0):
+                continue  # an empty input (cat also takes a 1-d empty tensor of any other rank)
+            start = sink.int_param(f"{name}_start{number}", first)
+            size = sink.int_param(f"{name}_size{number}", shape[dim])
+            offset = sink.index_temp(f"{index[dim]} - {start}")
+            clamped = sink.index_temp(f"tl.minimum(tl.maximum({offset}, 0), {size} - 1)")
+            pieces.append((f"{offset} < {size}", number, (*index[:dim], clamped, *index[dim + 1 :])))
+            first = first + shape[dim]
+        *tried, (_, number, last) = pieces
+        return [*tried, (None, number, last)]
     raise NotImplementedError(f"scatter kind {kind!r} has no index mapping")

@@ -38,11 +38,13 @@ def same(got, want) -> None:
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 @pytest.mark.parametrize("value", FILLS)
-@pytest.mark.parametrize("make", ["full_like", "full"])
+@pytest.mark.parametrize("make", ["full_like", "full", "scalar_tensor"])
 def test_a_fill_is_rounded_to_its_dtype_before_it_is_combined(make, dtype, value, device) -> None:
     def program(x):
         if make == "full":
             filled = torch.full(x.shape, value, dtype=x.dtype, device=x.device)
+        elif make == "scalar_tensor":
+            filled = torch.scalar_tensor(value, dtype=x.dtype, device=x.device)
         else:
             filled = torch.full_like(x, value)
         return filled - x, filled == x

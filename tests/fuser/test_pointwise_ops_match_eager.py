@@ -502,7 +502,7 @@ def is_composite(overload) -> bool:
 
 
 # Ops with no tensor argument have nothing to derive samples from: tested in test_created_tensors.py.
-CREATION_OPS = {torch.ops.aten.full.default}
+CREATION_OPS = {torch.ops.aten.full.default, torch.ops.aten.scalar_tensor.default}
 
 
 def test_every_overload_in_the_table_has_cases():
