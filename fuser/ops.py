@@ -296,10 +296,6 @@ def _nan_to_num(x: str, nan=None, posinf=None, neginf=None, *, out_dtype: torch.
     )
 
 
-def _fill(value: str, *, out_dtype: torch.dtype) -> str:
-    return _converted(value, out_dtype)
-
-
 def _op(name: str, overloads: str, operands, render, **kw) -> PointwiseOp:
     """`overloads` are space-separated; a bare overload name belongs to the packet called `name`."""
     qualified = tuple(o if "." in o else f"{name}.{o}" for o in overloads.split())
@@ -698,7 +694,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     # the zeros of a slice's gradient decompose to) and scalar_tensor (a 0-d one: eight a step in each
     # zoo model's graphs) are the same value with no input at all.
     *(
-        _op(name, "default", ((value, Typing.OWN),), _fill, wants_out_dtype=True)
+        _op(name, "default", ((value, Typing.OWN),), _converted, wants_out_dtype=True)
         for name, value in (("full_like", "fill_value"), ("full", "fill_value"), ("scalar_tensor", "s"))
     ),
     # --- copies and casts: the value keeps its own dtype; fuser.codegen casts it to the output dtype ---

@@ -18,15 +18,14 @@ from fuser.explain import collecting
 
 def gradients(fn, x: torch.Tensor, seed: int = 0):
     """fn's result and x's gradient, eager and compiled, and what the fuser compiled."""
-    generator = torch.Generator().manual_seed(seed)
     results = []
     for run in (fn, torch.compile(fn, backend="fuser", dynamic=False)):
         leaf = x.detach().clone().requires_grad_()
         with collecting() as graphs:
             out = run(leaf)
+            generator = torch.Generator().manual_seed(seed)  # the same weights for both runs
             weight = torch.randn(out.shape, generator=generator, dtype=torch.float64).to(out)
             (grad,) = torch.autograd.grad(out, leaf, weight)
-        generator.manual_seed(seed)
         results.append((out, grad, graphs))
     return results
 
