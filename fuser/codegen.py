@@ -324,6 +324,8 @@ class Builder:
             f"{kind}{self.names[kind]}",
         )
         self.names[kind] += 1
+        if not pieces:  # an empty result: the kernel has no element to compute
+            return _constant(0, held), held
         *tried, (_, last, last_index) = pieces
         value = self.cast(*self.value(sources[last], last_index), held)
         for condition, source, at in reversed(tried):

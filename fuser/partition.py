@@ -27,7 +27,7 @@ from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
 from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
-from fuser.shapes import same, same_shape
+from fuser.shapes import same_shape
 
 log = logging.getLogger("fuser")
 
@@ -80,8 +80,6 @@ def lowering_obstacle(node: fx.Node) -> str | None:
             return f"it mixes devices ({value.device} and {out.device})"
     if out.device.type not in ("cpu", "cuda"):
         return f"device {out.device.type} is not lowered"
-    if target == torch.ops.aten.cat.default and same(out.numel(), 0):
-        return "its result is empty: no input has an element to choose"
     op = POINTWISE_BY_OVERLOAD.get(target)
     if op is not None:
         operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]

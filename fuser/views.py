@@ -147,7 +147,7 @@ def scatter_pieces(
 ) -> list[Piece]:
     """For output `index` of a scatter of kind `kind` (a `fuser.ops.ScatterOp` name) over its tensor
     inputs (`source_shapes`, in argument order): where each element comes from, as pieces tried in order,
-    the last with no condition. Every index read is clamped into its source, so each read stays in bounds
+    the last with no condition (none at all for an empty result). Every index read is clamped into its source, so each read stays in bounds
     at every element, also where its piece's value is not the one kept."""
     if kind == "slice_scatter":  # sources: self, src
         dim = _dim(args["dim"], len(out_shape))
@@ -178,6 +178,8 @@ def scatter_pieces(
             clamped = sink.index_temp(f"tl.minimum(tl.maximum({offset}, 0), {size} - 1)")
             pieces.append((f"{offset} < {size}", number, (*index[:dim], clamped, *index[dim + 1 :])))
             first = first + shape[dim]
+        if not pieces:
+            return []  # every input is empty, so is the result: no element to read
         *tried, (_, number, last) = pieces
         return [*tried, (None, number, last)]
     raise NotImplementedError(f"scatter kind {kind!r} has no index mapping")
