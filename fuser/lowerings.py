@@ -1,26 +1,32 @@
 """Every op the fuser lowers, by name, with the dtypes it lowers and a fingerprint of its lowering.
 
 The manifest (`fuser.validation`) names ops as `namespace.name.overload` ("aten.add.Tensor",
-"prims.div.default"), the conformance suite's spelling. A fingerprint hashes what the op's lowering
-emits on an architecture — the rendered Triton expression for a float and an integer operand, with
-the schema's default attributes, and the source of every `lib.*` helper it calls (and, for the
-interpreter, of the NumPy `libdevice` functions it calls) — so editing a lowering makes its manifest
-entries stale. Reductions hash their combine rules and the code of a kind emitted by its own method
-(var, argmax, argmin); views hash the index mapping, scatters theirs and the code choosing between
-their two inputs.
+"prims.div.default"), the conformance suite's spelling. A fingerprint hashes what the op's kernels are
+on an architecture: the kernels the fuser emits for the op's probe programs (`fuser.probes`: every
+dtype it lowers, alone, producing, consuming, reduced, reading a reduction, over broadcast and
+transposed operands, its attribute variants), normalized so comments and formatting do not count, with
+the source of every `lib.*` helper they call and, on the interpreter (`cpu`), the stand-ins they run
+with (NumPy `libdevice` functions, the reductions and bfloat16 conversions). So editing a lowering
+stales that op's manifest entries, and a change to shared code generation stales every entry whose
+kernels it changes. Fingerprints are computed once per version of the fuser's source and cached on disk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import re
+import sys
+import tempfile
+import textwrap
 from dataclasses import dataclass, fields
 from functools import cache
+from pathlib import Path
 
 import torch
 
-from fuser import codegen, interpreter_libdevice, kernel_lib, row_codegen, views
+from fuser import interpreter_bf16, interpreter_libdevice, interpreter_reduce, kernel_lib, probes
 from fuser.dtypes import SUPPORTED_DTYPES, is_integral
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts, PointwiseOp
 from fuser.reductions import REDUCTION_BY_OVERLOAD
@@ -39,6 +45,7 @@ DTYPE_NAMES = {
     torch.bool: "bool",
 }
 assert set(DTYPE_NAMES) == set(SUPPORTED_DTYPES)
+DTYPES_BY_NAME = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 
 
 def op_name(overload: torch._ops.OpOverload) -> str:
@@ -86,7 +93,8 @@ def _overload(name: str) -> torch._ops.OpOverload:
 
 
 def _helpers(text: str, arch: str) -> list[str]:
-    """The source of each `lib.*` helper (and, on the interpreter, NumPy `libdevice.*`) `text` calls."""
+    """The normalized source of each `lib.*` helper (and, on the interpreter, NumPy `libdevice.*`
+    stand-in) that `text` calls, transitively."""
     modules = {"lib": kernel_lib, **({"libdevice": interpreter_libdevice} if arch == "cpu" else {})}
     sources: dict[str, str] = {}
     pending = [text]
@@ -98,13 +106,13 @@ def _helpers(text: str, arch: str) -> list[str]:
             helper = getattr(modules[prefix], name, None)
             target = getattr(helper, "fn", helper)  # a @triton.jit function wraps its Python source
             try:
-                sources[key] = inspect.getsource(target)
+                sources[key] = probes.normalized(textwrap.dedent(inspect.getsource(target)))
             except (TypeError, OSError):
                 sources[key] = f"{key}: {helper!r}"
             if hasattr(helper, "stands_in_with"):  # the interpreter's wrappers share one source
                 sources[key] += "\n" + _computed_with(helper.stands_in_with)
             pending.append(sources[key])
-    return [sources[key] for key in sorted(sources)]
+    return [f"{key}: {sources[key]}" for key in sorted(sources)]
 
 
 def _computed_with(fn) -> str:
@@ -112,48 +120,78 @@ def _computed_with(fn) -> str:
     library function's name (`numpy.exp`, `math.erf`), which a library upgrade does not change."""
     module = getattr(fn, "__module__", None) or type(fn).__module__
     if module == interpreter_libdevice.__name__:
-        return inspect.getsource(fn)
+        return probes.normalized(inspect.getsource(fn))
     return f"{module.split('.')[0]}.{fn.__name__}"
 
 
-def _render(op: PointwiseOp, overload, dtype: torch.dtype, arch: str) -> str:
-    defaults = {a.name: a.default_value for a in overload._schema.arguments if a.has_default_value()}
-    keywords = {name: defaults.get(name, f"<{name}>") for name in op.attrs}
-    if op.wants_out_dtype:
-        keywords["out_dtype"] = dtype
-    if op.wants_device:
-        keywords["device"] = "cpu" if arch == "cpu" else "cuda"
-    operands = [name for name, _ in op.operands]
-    try:
-        return op.renderer_for([dtype])(*operands, **keywords)
-    except Exception as error:  # a renderer that rejects this dtype: its refusal is part of the lowering
-        return f"<{type(error).__name__}>"
+def _interpreter_shims(kernels: str) -> list[str]:
+    """On the interpreter, the fuser's stand-ins for what Triton's interpreter does its own way: NumPy
+    reductions for the fuser's combine functions, and bit-exact bfloat16 conversions."""
+    used = [m for m, used in ((interpreter_reduce, "tl.reduce" in kernels), (interpreter_bf16, "bf16" in kernels))
+            if used]  # fmt: skip
+    return [probes.normalized(inspect.getsource(m)) for m in used]
 
 
-def _describe(name: str, arch: str) -> str:
+def _table_entry(overload) -> str:
+    """The op's table entry, functions left out (their effect is in the emitted kernels)."""
+    for table in (POINTWISE_BY_OVERLOAD, REDUCTION_BY_OVERLOAD, VIEW_BY_OVERLOAD, SCATTER_BY_OVERLOAD):
+        if overload in table:
+            entry = table[overload]
+            return repr(
+                sorted(
+                    (f.name, getattr(entry, f.name))
+                    for f in fields(entry)
+                    if not callable(getattr(entry, f.name))
+                )
+            )
+    raise AssertionError(overload)
+
+
+def describe(name: str, arch: str) -> str:
+    """What a fingerprint hashes: the op's table entry, the kernels its probes emit on `arch`
+    (`fuser.probes`), and the helpers and interpreter stand-ins those kernels call."""
     if name not in lowerings():
         raise ValueError(f"fuser: {name!r} is not a lowered op (see fuser/ops.py)")
     overload = _overload(name)
-    if overload in POINTWISE_BY_OVERLOAD:
-        op = POINTWISE_BY_OVERLOAD[overload]
-        data = {f.name: getattr(op, f.name) for f in fields(op) if f.name not in ("render", "int_render")}
-        rendered = [_render(op, overload, d, arch) for d in (torch.float32, torch.int64)]
-        return "\n".join(
-            [repr(sorted(data.items(), key=str)), *rendered, *_helpers("\n".join(rendered), arch)]
-        )
-    if overload in REDUCTION_BY_OVERLOAD:
-        op = REDUCTION_BY_OVERLOAD[overload]
-        rule = row_codegen.KINDS.get(op.kind)
-        own = row_codegen.emitter_source(op.kind)
-        return "\n".join([repr(op), repr(rule), *_helpers(repr(rule), arch), *([own] if own else [])])
-    if overload in SCATTER_BY_OVERLOAD:
-        sources = [inspect.getsource(f) for f in (views.scatter_pieces, codegen.Builder.scatter)]
-        return "\n".join([repr(SCATTER_BY_OVERLOAD[overload]), *sources])
-    view = VIEW_BY_OVERLOAD[overload]
-    return "\n".join([repr(view), inspect.getsource(views.source_index)])
+    dtypes = tuple(DTYPES_BY_NAME[d] for d in lowerings()[name].dtypes)
+    kernels = "\n".join(probes.emitted(name, overload, dtypes, "cpu" if arch == "cpu" else "cuda"))
+    shims = _interpreter_shims(kernels) if arch == "cpu" else []
+    return "\n".join([_table_entry(overload), kernels, *_helpers(kernels, arch), *shims])
+
+
+def source_key() -> str:
+    """A hash of the fuser's own source and the versions it generates code with: fingerprints computed
+    under one key hold for every process with that key, so they are computed once and cached."""
+    digest = hashlib.sha256(f"{torch.__version__} {sys.version_info[:2]}".encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@cache
+def _cache_dir() -> Path:
+    root = os.environ.get("FUSER_KERNEL_DIR") or Path(tempfile.gettempdir()) / f"fuser-kernels-{os.getuid()}"
+    return Path(root) / "fingerprints" / source_key()
+
+
+def compute_fingerprint(name: str, arch: str) -> str:
+    """The fingerprint, computed now (about 0.1 s an op): generates the op's probe kernels."""
+    return hashlib.sha256(describe(name, arch).encode()).hexdigest()[:16]
 
 
 @cache
 def fingerprint(name: str, arch: str) -> str:
-    """A short hash of what `name`'s lowering emits on `arch`: it changes when the lowering does."""
-    return hashlib.sha256(_describe(name, arch).encode()).hexdigest()[:16]
+    """A short hash of the kernels `name`'s lowering emits on `arch`: it changes when they do. Computed
+    once per version of the fuser's source and kept on disk (beside the generated kernels), so a
+    process checking a manifest entry reads a file instead of generating kernels."""
+    path = _cache_dir() / arch / name
+    try:
+        return path.read_text()
+    except OSError:
+        pass
+    value = compute_fingerprint(name, arch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as temporary:
+        temporary.write(value)
+    os.replace(temporary.name, path)  # atomic: concurrent processes write the same value
+    return value

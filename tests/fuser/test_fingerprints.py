@@ -1,0 +1,114 @@
+"""A manifest entry's fingerprint hashes the kernels its op emits (`fuser.probes`): a change to shared
+code generation stales every entry whose kernels it changes, a comment stales none, and a change to one
+op's lowering stales that op's entries alone. Each test compares fingerprints computed in-process
+(`compute_fingerprint`), before and after a change planted with monkeypatch."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from fuser import codegen, lowerings, ops, validation
+from fuser.lowerings import compute_fingerprint
+
+# Every kind of lowering: pointwise ops of each typing, reductions (plain, arg, var), views, scatters.
+SAMPLE = (
+    "aten.neg.default",
+    "aten.add.Tensor",
+    "aten.where.self",
+    "aten.eq.Tensor",
+    "aten.gelu.default",
+    "aten._to_copy.default",
+    "aten.bitwise_and.Tensor",
+    "aten.atan2.default",
+    "aten.sum.dim_IntList",
+    "aten.amax.default",
+    "aten.argmax.default",
+    "prims.var.default",
+    "aten.view.default",
+    "aten.permute.default",
+    "aten.slice.Tensor",
+    "aten.cat.default",
+    "aten.slice_scatter.default",
+)
+ARCHES = ("cpu", "sm_90")
+
+
+def fingerprints(names=SAMPLE) -> dict[tuple[str, str], str]:
+    return {(name, arch): compute_fingerprint(name, arch) for name in names for arch in ARCHES}
+
+
+def pointwise_source_edited(monkeypatch, edit) -> None:
+    """Plant `edit` into the source every pointwise kernel is written from."""
+    source = codegen.PointwiseBuilder.source
+    monkeypatch.setattr(codegen.PointwiseBuilder, "source", lambda self, name: edit(source(self, name)))
+
+
+def test_a_change_to_shared_code_generation_stales_every_entry_whose_kernels_it_changes(monkeypatch):
+    before = fingerprints()
+    emits_pointwise = {n for n in SAMPLE if "mask = offset < numel" in lowerings.describe(n, "sm_90")}
+    pointwise_source_edited(monkeypatch, lambda text: text.replace("offset < numel", "offset <= numel"))
+    after = fingerprints()
+    stale = {key for key in before if before[key] != after[key]}
+    assert stale == {(n, arch) for n in emits_pointwise for arch in ARCHES}
+    # Reductions emit row kernels only; everything else has a pointwise kernel among its probes.
+    assert len(emits_pointwise) >= len(SAMPLE) // 2
+
+
+def test_a_comment_or_a_blank_line_in_emitted_kernels_stales_no_entry(monkeypatch):
+    before = fingerprints()
+    pointwise_source_edited(
+        monkeypatch,
+        lambda text: text.replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # this block\n\n  # (reworded)")
+        .replace(", ", ",  "),
+    )
+    assert fingerprints() == before
+
+
+def test_a_change_to_one_ops_lowering_stales_that_op_alone(monkeypatch):
+    # A hash of all of fuser/ would stale every entry here.
+    others = [n for n in SAMPLE if n != "aten.hypot.default"] + ["aten.atan2.default", "aten.mul.Tensor"]
+    before = fingerprints([*others, "aten.hypot.default"])
+    hypot = ops.POINTWISE_BY_OVERLOAD[torch.ops.aten.hypot.default]
+    changed = type(hypot)(**{**hypot.__dict__, "render": lambda a, b: f"libdevice.sqrt({a} * {a} + {b} * {b})"})
+    monkeypatch.setitem(ops.POINTWISE_BY_OVERLOAD, torch.ops.aten.hypot.default, changed)
+    after = fingerprints([*others, "aten.hypot.default"])
+    stale = {key for key in before if before[key] != after[key]}
+    assert stale == {("aten.hypot.default", arch) for arch in ARCHES}
+
+
+def test_an_attribute_the_renderer_branches_on_is_probed(monkeypatch):
+    # gelu's tanh approximation is not its default: editing that branch alone still stales gelu.
+    before = compute_fingerprint("aten.gelu.default", "cpu")
+    monkeypatch.setattr(ops, "_gelu", ops._gelu)  # the table holds the function itself: patch the entry
+    gelu = ops.POINTWISE_BY_OVERLOAD[torch.ops.aten.gelu.default]
+    original = gelu.render
+    planted = lambda x, approximate="none": original(x, approximate).replace("0.044715", "0.0447")  # noqa: E731
+    monkeypatch.setitem(ops.POINTWISE_BY_OVERLOAD, torch.ops.aten.gelu.default, type(gelu)(**{**gelu.__dict__, "render": planted}))
+    assert compute_fingerprint("aten.gelu.default", "cpu") != before
+
+
+def test_a_planted_miscompile_does_not_reach_the_fingerprints(monkeypatch):
+    # The quality tests plant miscompiles in the kernels programs run; the fingerprints that decide what
+    # is validated must stay those of the real lowering, so the planted op is still fused.
+    before = compute_fingerprint("aten.neg.default", "cpu")
+    monkeypatch.setenv("FUSER_TESTING_MISCOMPILE", "partial_block_mask")
+    assert compute_fingerprint("aten.neg.default", "cpu") == before
+
+
+def test_checking_freshness_costs_no_kernel_generation_once_cached():
+    # Warm the disk cache (as any earlier process would have), then time a fresh in-process lookup of
+    # every lowered op's entries on both architectures: what a graph's gate pays, and far less.
+    names = list(lowerings.lowerings())
+    for name in names:
+        lowerings.fingerprint(name, "cpu")
+    lowerings.fingerprint.cache_clear()
+    start = time.perf_counter()
+    for name in names:
+        lowerings.fingerprint(name, "cpu")
+    per_op = (time.perf_counter() - start) / len(names)
+    assert per_op < 0.002, f"{per_op * 1e3:.2f} ms an op"
+    manifest = validation.load("cpu")
+    assert manifest is not None
