@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 import torch
 
 from fuser import codegen, lowerings, ops, validation
@@ -61,8 +60,9 @@ def test_a_comment_or_a_blank_line_in_emitted_kernels_stales_no_entry(monkeypatc
     before = fingerprints()
     pointwise_source_edited(
         monkeypatch,
-        lambda text: text.replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # this block\n\n  # (reworded)")
-        .replace(", ", ",  "),
+        lambda text: text.replace(
+            "pid = tl.program_id(0)", "pid = tl.program_id(0)  # this block\n\n  # (reworded)"
+        ).replace(", ", ",  "),
     )
     assert fingerprints() == before
 
@@ -72,7 +72,9 @@ def test_a_change_to_one_ops_lowering_stales_that_op_alone(monkeypatch):
     others = [n for n in SAMPLE if n != "aten.hypot.default"] + ["aten.atan2.default", "aten.mul.Tensor"]
     before = fingerprints([*others, "aten.hypot.default"])
     hypot = ops.POINTWISE_BY_OVERLOAD[torch.ops.aten.hypot.default]
-    changed = type(hypot)(**{**hypot.__dict__, "render": lambda a, b: f"libdevice.sqrt({a} * {a} + {b} * {b})"})
+    changed = type(hypot)(
+        **{**hypot.__dict__, "render": lambda a, b: f"libdevice.sqrt({a} * {a} + {b} * {b})"}
+    )
     monkeypatch.setitem(ops.POINTWISE_BY_OVERLOAD, torch.ops.aten.hypot.default, changed)
     after = fingerprints([*others, "aten.hypot.default"])
     stale = {key for key in before if before[key] != after[key]}
@@ -86,7 +88,11 @@ def test_an_attribute_the_renderer_branches_on_is_probed(monkeypatch):
     gelu = ops.POINTWISE_BY_OVERLOAD[torch.ops.aten.gelu.default]
     original = gelu.render
     planted = lambda x, approximate="none": original(x, approximate).replace("0.044715", "0.0447")  # noqa: E731
-    monkeypatch.setitem(ops.POINTWISE_BY_OVERLOAD, torch.ops.aten.gelu.default, type(gelu)(**{**gelu.__dict__, "render": planted}))
+    monkeypatch.setitem(
+        ops.POINTWISE_BY_OVERLOAD,
+        torch.ops.aten.gelu.default,
+        type(gelu)(**{**gelu.__dict__, "render": planted}),
+    )
     assert compute_fingerprint("aten.gelu.default", "cpu") != before
 
 
