@@ -11,7 +11,8 @@ straight-line source so that Dynamo traces it quickly and a failure can show the
 
 Eager runs the same program one sample at a time; a sample eager rejects (or whose result PyTorch's
 own meta function disagrees with) is dropped, so only calls with one right answer are compared. The
-float64 reference is eager on the same samples with floating tensors widened to float64. Inputs are
+float64 reference is eager on the same samples with floating tensors widened to float64 (for backward,
+with the op's result rounded to eager's dtype before the context's output wrapper: see `Program`). Inputs are
 compared after the call as well, so an in-place op that fails to write back (or a kernel that writes
 into an input it should not) fails too. Backward compares the gradients of every floating input.
 Where the spec says eager has no one answer (`unspecified_at`), those positions are not compared.
@@ -111,10 +112,21 @@ class CaseRun:
 class Program:
     """Straight-line source calling the op once per sample, with the context's wrappers."""
 
-    def __init__(self, spec: OpSpec, context: str, samples: Sequence[Sample], *, reference: bool = False):
+    def __init__(
+        self,
+        spec: OpSpec,
+        context: str,
+        samples: Sequence[Sample],
+        *,
+        reference: bool = False,
+        rounded_like=None,
+    ):
         """`reference`: the float64 reference's program for a spec with `combine` — the op runs on the
         inputs as they are (its result's rounding to its dtype is the op's meaning) and the combination
-        runs in float64."""
+        runs in float64. `rounded_like`: eager's result of the one sample; the reference then rounds each
+        floating result to its dtype before the context's output wrapper, as the program does, keeping
+        the gradient exact. A gradient through the wrapper can depend on that rounding: max splits its
+        gradient among ties, and in float16 196512.0 rounds to inf and ties with inf (issue 27)."""
         self.spec, self.samples = spec, list(samples)
         self.slots: list[list[int]] = []  # per sample: indices into the flat input list
         self.inputs: list[torch.Tensor] = []
@@ -181,6 +193,9 @@ class Program:
             "combine": _widened(spec.combine) if reference and spec.combine else spec.combine,
             "checked": lambda result: tuple(result[i] for i in spec.results),
         }
+        if rounded_like is not None:
+            unrounded = self.namespace["wrap_out"]
+            self.namespace["wrap_out"] = lambda y: unrounded(_rounded_like(y, rounded_like))
 
     def function(self) -> Callable:
         namespace = dict(self.namespace)
@@ -197,6 +212,30 @@ def _widened(combine: Callable) -> Callable:
         return value
 
     return lambda result, x: combine(wide(result), wide(x))
+
+
+class _Rounded(torch.autograd.Function):
+    """x's value rounded to `dtype` (held in x's dtype); its gradient passes through exactly."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return x.to(dtype).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return grad, None
+
+
+def _rounded_like(value, like):
+    """`value` (the reference's result) with each floating tensor rounded to the dtype of its
+    counterpart in `like` (eager's result: the context's wrappers keep dtypes)."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype.is_floating_point and isinstance(like, torch.Tensor) and like.dtype != value.dtype:
+            return _Rounded.apply(value, like.dtype)
+        return value
+    if isinstance(value, tuple | list) and isinstance(like, tuple | list) and len(value) == len(like):
+        return type(value)(_rounded_like(v, w) for v, w in zip(value, like, strict=True))
+    return value
 
 
 def _mapped(wrapper: Callable) -> Callable:
@@ -296,13 +335,15 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
     try:
-        if spec.combine is None:
-            widened = fresh_inputs(program.inputs, widen=True, grad=backward, frozen=program.frozen)
-            expected.reference = quietly(run, *widened)[0]
-        else:
-            widened = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
-            reference = Program(spec, context, [sample], reference=True).function()
-            expected.reference = quietly(reference, *widened)[0]
+        # Forward, the reference is float64's exact answer (the oracle rounds it where it needs to);
+        # backward, the gradients of the program as it rounds (see `Program`).
+        widened = fresh_inputs(
+            program.inputs, widen=spec.combine is None, grad=backward, frozen=program.frozen
+        )
+        reference = Program(
+            spec, context, [sample], reference=True, rounded_like=output if backward else None
+        ).function()
+        expected.reference = quietly(reference, *widened)[0]
         expected.reference_inputs_after = widened
     except Exception:
         widened = None  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion

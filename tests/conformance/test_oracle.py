@@ -180,3 +180,23 @@ def test_ulps_of_a_huge_float64_reference_do_not_overflow():
     reference = torch.tensor([torch.finfo(torch.float64).max, 1.0], dtype=torch.float64)
     expected = torch.tensor([3e38, 1.0])
     assert compare(expected.clone(), expected, reference, ulp_budget=8).ok
+
+
+def test_the_float64_reference_of_a_gradient_rounds_the_op_s_result_where_the_program_does():
+    """Issue 27: the max of `into_reduction` splits its gradient among the row's ties, and which elements
+    tie is decided by the op's float16 result: 65504 - 2 * -65504 rounds to inf and ties with inf - 2.
+    A reference that never rounds sees one inf and gives it the whole gradient, twice a right answer."""
+    from conformance.catalog import SPECS
+    from conformance.runner import expect
+    from conformance.samples import Sample
+
+    a = torch.tensor([[0.0, 65504.0, math.inf]], dtype=torch.float16)
+    b = torch.tensor([[0.0, -65504.0, 1.0]], dtype=torch.float16)
+    sample = Sample((a, b), {"alpha": 2}, "a finite result that rounds to inf")
+    backward = expect(SPECS["aten.sub.Tensor"], "into_reduction", sample, backward=True, seed=0)
+    half = backward.grad_outputs[0].to(torch.float64) / 2
+    assert backward.reference_grads[0].tolist() == [[0.0, half.item(), half.item()]]
+    assert backward.reference_grads[0].tolist() == backward.grads[0].to(torch.float64).tolist()  # eager's
+    # Forward, the reference stays float64's exact answer (the oracle rounds it where it needs to).
+    forward = expect(SPECS["aten.sub.Tensor"], "consumer", sample, backward=False, seed=0)
+    assert forward.reference.tolist() == [[0.0, 196512.0, math.inf]]
