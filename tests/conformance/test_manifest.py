@@ -32,7 +32,8 @@ def test_the_committed_manifests_are_schema_valid_fresh_and_counted():
         gaps = manifest_check.unvalidated(manifest) if manifest.arch != "cpu" else []
         if gaps:
             warnings.warn(
-                f"{path.name}: {len(gaps)} lowered op(s) not validated there, so run eagerly: {gaps}"
+                f"{path.name}: {len(gaps)} lowered op(s) not validated there, so run eagerly: {gaps}",
+                stacklevel=1,
             )
 
 
