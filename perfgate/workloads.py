@@ -58,6 +58,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return (x.float() * torch.rsqrt(variance + 1e-6)).to(x.dtype) * weight
 
 
+def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # The gated MLP's activation (LLaMA): silu of the gate times the up projection.
+    return F.silu(a) * b
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    # A language model's loss: bf16 logits, the math in fp32 as training code writes it; forward only.
+    return F.cross_entropy(logits.float(), targets)
+
+
 def optimizer_step(params: list[torch.Tensor], optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     """A real `torch.optim` step: the parameters and the optimizer's state are updated in place."""
     optimizer.step()
@@ -85,6 +95,11 @@ def matrix_and_row(rows: int, cols: int, device: str) -> list[torch.Tensor]:
 
 def one_matrix(rows: int, cols: int, device: str) -> list[torch.Tensor]:
     return [_randn(rows, cols, device=device)]
+
+
+def logits_and_targets(rows: int, cols: int, device: str) -> list[torch.Tensor]:
+    """Logits over `cols` classes (bf16) and one int64 class index per row."""
+    return [_randn(rows, cols, device=device), torch.randint(0, cols, (rows,), device=device)]
 
 
 def residual_and_norm(rows: int, cols: int, device: str, grad: bool = False) -> list[torch.Tensor]:
@@ -223,6 +238,19 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload("softmax", "softmax over the last dim, bf16", softmax, one_matrix, ROWS_COLS),
         Workload("rms_norm", "RMSNorm with fp32 statistics, bf16", rms_norm, matrix_and_row, ROWS_COLS),
+        Workload("swiglu", "silu(a) * b, bf16", swiglu, two_matrices, ROWS_COLS),
+        Workload(
+            "cross_entropy",
+            "cross_entropy(logits.float(), targets), mean over rows: bf16 logits, int64 targets, forward",
+            cross_entropy,
+            logits_and_targets,
+            {
+                "gpu": {"rows": 8192, "cols": 32000},  # 8192 tokens over a 32,000-word vocabulary
+                "gpu_tiny": {"rows": 2, "cols": 16},
+                "cpu": {"rows": 5, "cols": 129},
+                "cpu_tiny": {"rows": 2, "cols": 16},
+            },
+        ),
         Workload(
             "adam_step",
             "torch.optim.AdamW(...).step() over 200 parameters (matrices and vectors), fp32, foreach "

@@ -70,3 +70,11 @@ def test_an_optimizer_step_moves_each_parameter_and_its_state_once_each_way(name
     elements = sum(p.numel() for p in inputs[0])
     counts = 8 * len(inputs[0]) if name == "adam_step" else 0
     assert Step(workload, workload.program, inputs).fewest_bytes([]) == per_parameter * elements + counts
+
+
+def test_cross_entropy_reads_bf16_logits_and_int64_targets_once_and_writes_one_fp32_loss():
+    workload = WORKLOADS["cross_entropy"]
+    logits, targets = workload.inputs("cpu_tiny", "cpu")
+    assert (logits.dtype, targets.dtype, targets.shape) == (torch.bfloat16, torch.int64, (2,))
+    step = Step(workload, workload.program, [logits, targets])
+    assert step.fewest_bytes(step()) == 2 * 16 * 2 + 2 * 8 + 4
