@@ -53,13 +53,17 @@ class ExplainReport:
 @contextmanager
 def collecting() -> Iterator[list[GraphReport]]:
     """A report of every graph the fuser compiles in this block, however it was called (graphs compiled
-    in another thread, such as CUDA autograd's, are not seen)."""
+    in another thread, such as CUDA autograd's, are not seen). Blocks nest: an enclosing block also gets
+    the graphs of the blocks inside it (a test watching a whole call still sees an `explain` inside it)."""
     collected: list[GraphReport] = []
+    enclosing = reports.get()
     token = reports.set(collected)
     try:
         yield collected
     finally:
         reports.reset(token)
+        if enclosing is not None:
+            enclosing.extend(collected)
 
 
 def explain(

@@ -67,3 +67,13 @@ def test_indexing_switches_to_int64_when_an_offset_passes_2_to_the_31(device):
     report = fuser.explain(lambda v: v * 2 + 1, view)
     assert "int64 indexing" in report.sources[0]
     assert report.result.tolist() == [1, 7, 11]
+
+
+def test_a_collecting_block_also_sees_the_graphs_of_blocks_inside_it(device):
+    x = torch.randn(5, device=device)
+    with fuser.collecting() as outer:
+        report = fuser.explain(lambda t: t * 2 + 1, x)
+        with fuser.collecting() as inner:
+            torch.compile(lambda t: t.exp(), backend="fuser")(x)
+    assert len(report.graphs) == 1 and len(inner) == 1
+    assert outer == [*report.graphs, *inner]

@@ -47,7 +47,9 @@ def _check(fn, *inputs):
     """`fn` compiled gives eager's result and leaves its inputs as eager leaves them."""
     expected_inputs = [t.clone() for t in inputs]
     expected = fn(*expected_inputs)
+    launched = fuser.counters()["kernels_launched"]
     got = torch.compile(fn, backend="fuser")(*inputs)
+    assert fuser.counters()["kernels_launched"] > launched, "no kernel ran: eager checked against eager"
     torch.testing.assert_close(got, expected)
     for have, want in zip(inputs, expected_inputs, strict=True):
         torch.testing.assert_close(have, want)

@@ -117,6 +117,7 @@ def assert_matches_eager(make, params, **tolerance):
     compiled, counts = run(make, params, compiled=True)
     eager, _ = run(make, reference, compiled=False)
     counts = counts[-1]
+    assert counts["kernels_launched"] >= 1, f"no kernel ran: eager checked against eager ({counts})"
     for got, want in zip(params, reference, strict=True):
         torch.testing.assert_close(got.detach(), want.detach(), **tolerance)
     assert len(state(compiled)) == len(state(eager))

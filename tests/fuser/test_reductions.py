@@ -11,7 +11,11 @@ import fuser.runtime
 
 
 def explain_and_check(program, *args, **tolerance):
+    launched = fuser.counters()["kernels_launched"]
     report = fuser.explain(program, *args)
+    # A program the fuser ran eagerly would match eager vacuously (an op left eager because it is not
+    # validated also fails the test: tests/fuser/conftest.py).
+    assert fuser.counters()["kernels_launched"] > launched, f"no kernel ran\n{report}"
     expected = program(*args)
     for g, e in zip(_flat(report.result), _flat(expected), strict=True):
         assert g.dtype == e.dtype and g.shape == e.shape
