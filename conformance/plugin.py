@@ -7,7 +7,9 @@ for a pull request, full) and `--conformance-report DIR` (JSON + Markdown writte
 The plugin parametrizes `conformance/test_ops.py` with one case per op x dtype x context x direction
 that the tier selects, marks the cases the ledger expects to fail as strict xfails (one that passes
 fails the run), refuses a ledger entry that matches no case (a typo, or a fixed bug), prints a
-command that reruns exactly a failing case, and writes the report at the end.
+command that reruns exactly a failing case, and writes the report at the end. A case that failed with
+`NotValidated` (the backend ran the op eagerly because it is not validated here: test_ops.py) is
+reported as `not_validated`, apart from failures and passes.
 """
 
 from __future__ import annotations
@@ -294,6 +296,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         outcome = report.outcome
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if report.failed and crash is not None else ""
+        if report.failed and properties.get("not_validated"):
+            outcome = "not_validated"  # the backend ran the op eagerly by policy: nothing was tested
     samples = int(properties.get("samples", 0))
     ulps = properties.get("ulps")
     ulps = tuple(ulps) if ulps is not None else None

@@ -15,11 +15,14 @@ from typing import Any
 
 from conformance.caseid import DIRECTIONS, DTYPES, CaseKey
 
-OUTCOMES = ("passed", "failed", "xfailed", "xpassed", "skipped", "error")
+# not_validated: the backend ran the op eagerly because it is not validated for this architecture and
+# dtype (the fuser's manifest gate), so the case compared eager with eager: it failed, and is told apart.
+OUTCOMES = ("passed", "failed", "xfailed", "xpassed", "skipped", "error", "not_validated")
 # Outcomes that need someone's attention: an expected failure that passes means its ledger entry must go.
 PROBLEMS = ("failed", "xpassed", "error")
 LEGEND = (
     "✅ all that ran passed; ❌ k/n: k of n cases failed, errored or passed unexpectedly; "
+    "🔒 k/n: k of n cases not validated (the backend ran the op eagerly: nothing tested); "
     "⚠️ expected failure (k/n when only some are); ⏭️ skipped; — not run."
 )
 XPASSED_MESSAGE = "passed, but the ledger expects it to fail: remove its entry"
@@ -56,11 +59,12 @@ def _totals_line(results: Sequence[CaseResult]) -> str:
     """ "3 ops, 40 cases: 35 passed, 1 failed, ..." with every outcome, zeros included."""
     ops = len({result.key.op for result in results})
     counts = ", ".join(
-        f"{count} {'errors' if outcome == 'error' and count != 1 else outcome}"
+        f"{count} {'errors' if outcome == 'error' and count != 1 else outcome.replace('_', ' ')}"
         for outcome, count in _counts(results).items()
     )
     line = f"{ops} ops, {len(results)} cases: {counts}"
-    eager = [result for result in results if result.left_eager]
+    # Left eager for another reason (not counted as not validated above): those cases passed vacuously.
+    eager = [result for result in results if result.left_eager and result.outcome != "not_validated"]
     if eager:
         line += (
             f"; {len(eager)} of them ran the op eagerly inside the backend (eager checked against eager,"
@@ -132,6 +136,8 @@ def _cell(results: Sequence[CaseResult]) -> str:
     counts, total = _counts(results), len(results)
     if problems := sum(counts[outcome] for outcome in PROBLEMS):
         return f"❌ {problems}/{total}"
+    if counts["not_validated"]:
+        return f"🔒 {counts['not_validated']}/{total}"
     if counts["xfailed"]:
         return "⚠️" if counts["xfailed"] == total else f"⚠️ {counts['xfailed']}/{total}"
     return "✅" if counts["passed"] else "⏭️"
@@ -183,6 +189,7 @@ def markdown(results: Sequence[CaseResult], meta: Mapping[str, Any]) -> str:
         return "\n".join([*lines, "No cases ran.", ""])
     lines += [*_matrix(results), ""]
     lines += [*_precision(results), ""]
+    lines += _not_validated(results)
     problems = [result for result in _sorted(results) if result.outcome in PROBLEMS]
     lines.append(f"#### Failures ({len(problems)})" if problems else "No failures.")
     for result in problems:
@@ -191,12 +198,28 @@ def markdown(results: Sequence[CaseResult], meta: Mapping[str, Any]) -> str:
     return "\n".join([*lines, ""])
 
 
+def _not_validated(results: Sequence[CaseResult]) -> list[str]:
+    """Per op, the dtypes whose cases were not validated and the backend's reason (with the command)."""
+    by_op: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in _sorted(results):
+        if result.outcome == "not_validated":
+            by_op[result.key.op].append(result)
+    if not by_op:
+        return []
+    lines = [f"#### Not validated ({sum(map(len, by_op.values()))} cases, {len(by_op)} ops)"]
+    for op, cases in sorted(by_op.items()):
+        dtypes = ", ".join(sorted({case.key.dtype for case in cases}))
+        reason = _first_line(cases[0].left_eager or cases[0].message)
+        lines.append(f"- `{op}` — {len(cases)} cases ({dtypes}): {reason}")
+    return [*lines, ""]
+
+
 def _precision(results: Sequence[CaseResult], rows: int = 15) -> list[str]:
     """The precision report: per op and dtype, the largest forward error in ulps of the result's scale
     against float64, the backend's beside eager's; the ops furthest from float64 first."""
     worst: dict[tuple[str, str], tuple[float, float]] = {}
     for result in results:
-        if result.ulps is None:
+        if result.ulps is None or result.outcome == "not_validated":  # eager's own error, not the backend's
             continue
         key = (result.key.op, result.key.dtype)
         seen = worst.get(key, (0.0, 0.0))

@@ -74,6 +74,16 @@ def backend_reports(backend: str) -> Iterator[list]:
         yield graphs
 
 
+# A fallback reason saying the op is not enabled for this architecture and dtype (the fuser's validation
+# gate, fuser/validation.py): the backend ran it eagerly by policy, so the case tested nothing.
+NOT_VALIDATED_REASONS = ("not validated", "validation is stale", "no validation manifest")
+
+
+class NotValidated(Exception):
+    """The backend ran the op under test eagerly because it is not validated here. Not an AssertionError:
+    a ledger's expected failure (raises=AssertionError) must not absorb a case that tested nothing."""
+
+
 def recording(backend: str, received: set, graphs: list | None = None) -> Callable:
     """The backend, noting every op of the graphs Dynamo hands it that it compiled (public hooks only: a
     backend is a function of an FX graph), and keeping each graph with its example inputs where asked.
@@ -104,6 +114,11 @@ class CaseRun:
     # Why the backend ran the op under test eagerly inside its compiled graph (a backend that reports it:
     # see `backend_reports`): the case then checked eager against eager. Counted in the report.
     left_eager: str = ""
+
+    @property
+    def not_validated(self) -> bool:
+        """The op ran eagerly because the backend does not have it validated here (reported apart)."""
+        return any(words in self.left_eager for words in NOT_VALIDATED_REASONS)
 
 
 # --- the program ----------------------------------------------------------------------------------

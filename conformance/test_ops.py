@@ -1,6 +1,11 @@
 """The suite: one test per case, parametrized by the conformance plugin (see conformance/plugin.py).
 
 Run it with `nox -s conformance` (or `pytest conformance/test_ops.py --backend ... --device ...`).
+
+A case whose op the backend ran eagerly because it is not validated for this architecture and dtype (the
+fuser without FUSER_UNVALIDATED=fuse, where its manifest has no fresh entry) compared eager with eager:
+it fails with `NotValidated` (one line: the op, the backend's reason, the validate command) and the report
+counts it as "not validated", never as a pass.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ import pytest
 
 from conformance.caseid import CaseKey
 from conformance.catalog import SPECS
-from conformance.runner import run_case
+from conformance.runner import NotValidated, run_case
 
 
 def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequest, record_property) -> None:
@@ -34,3 +39,18 @@ def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequ
         raise AssertionError(
             f"{key.test_id}: {len(run.failures)} of {run.samples} samples differ from eager\n{shown}{more}"
         )
+    if run.not_validated:
+        # The backend ran the op eagerly by policy: eager matched eager, so the case fails as "not
+        # validated" (the report's own outcome) rather than pass having tested nothing.
+        record_property("not_validated", True)
+        raise NotValidated(f"{key.test_id}: {not_validated_message(key, run.left_eager)}")
+
+
+def not_validated_message(key: CaseKey, reason: str) -> str:
+    """One line: what ran eagerly, the backend's reason, and the command that validates the op."""
+    message = f"not validated: {key.backend} ran {key.op} eagerly, so nothing was tested ({reason})"
+    if "nox -s validate" not in reason:
+        backend = [] if key.backend == "fuser" else ["--backend", key.backend]
+        device = [] if key.device == "cpu" else ["--device", key.device]
+        message += f"; validate it with `nox -s validate -- {' '.join([*backend, *device, key.op])}`"
+    return message

@@ -3,9 +3,9 @@
     python tools/merge_reports.py shard1.json shard2.json shard3.json --out docs/records/NAME
 
 writes NAME.md (the whole run's matrix, as `nox -s conformance` writes it) and NAME.json (meta, totals
-and each op's counts for the whole run, each shard's meta, and the failed and errored cases with their
-full messages; passing cases are left out to keep the record small). Shards must share backend,
-device and tier, and no case may appear in two of them.
+and each op's counts for the whole run, each shard's meta, and the failed, errored and not validated
+cases with their full messages; passing cases are left out to keep the record small). Shards must share
+backend, device and tier, and no case may appear in two of them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def main() -> None:
     meta = {**metas[0], "command": "; ".join(m["command"] for m in metas), "shards": len(metas)}
     merged = report.to_json(results, meta)
     merged["shard_meta"] = metas
-    merged["cases"] = [case for case in merged["cases"] if case["outcome"] in ("failed", "error")]
+    merged["cases"] = [
+        case for case in merged["cases"] if case["outcome"] in ("failed", "error", "not_validated")
+    ]
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(merged, indent=1) + "\n")
     out.with_suffix(".md").write_text(report.markdown(results, meta))

@@ -1,11 +1,20 @@
 """A case whose op the backend ran eagerly inside its compiled graph checked eager against eager: the
-runner says so (for the fuser, through `fuser.collecting`) and the report counts it."""
+runner says so (for the fuser, through `fuser.collecting`) and the report counts it. Where the reason is
+that the op is not validated (the fuser's manifest gate), the case fails as "not validated"."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from conformance.catalog import SPECS
 from conformance.report import CaseResult, _totals_line
 from conformance.runner import run_case
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(op: str) -> str:
@@ -35,3 +44,43 @@ def test_the_totals_line_counts_them():
         [CaseResult(key, "passed", 0.1, left_eager="not validated"), CaseResult(key, "passed", 0.1)]
     )
     assert "1 of them ran the op eagerly inside the backend" in line
+
+
+def test_only_a_validation_reason_makes_a_case_not_validated(monkeypatch):
+    monkeypatch.delenv("FUSER_UNVALIDATED", raising=False)
+    assert run_case(
+        SPECS["aten.sub.Tensor"], "float32", "alone", "fwd", "fuser", "cpu", "quick"
+    ).not_validated
+    monkeypatch.setenv("FUSER_UNVALIDATED", "fuse")
+    no_lowering = run_case(
+        SPECS["aten.index_put.default"], "float32", "alone", "fwd", "fuser", "cpu", "quick"
+    )
+    assert no_lowering.left_eager and not no_lowering.not_validated
+
+
+def test_a_wrong_lowering_of_an_unvalidated_op_is_never_a_green_pass(tmp_path):
+    # As a user runs it, without the opt-in: sub is not validated on cpu, so the fuser runs it eagerly and
+    # eager matches eager. Each case fails as not validated, a ledgered one too (its expected failure did
+    # not happen: nothing was tested), and the report counts them apart.
+    ledger = tmp_path / "expected_failures.toml"
+    ledger.write_text(
+        '[[xfail]]\nop = "aten.sub.Tensor"\nbackend = "fuser"\ndevice = "cpu"\ndtype = "bfloat16"\n'
+        'direction = "fwd"\ncontext = "alone"\nreason = "planted for this test"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FUSER_UNVALIDATED"}
+    env |= {"FUSER_STRICT": "1", "FUSER_TESTING_WRONG_LOWERING": "aten.sub.Tensor"}
+    options = ["--op", "aten.sub.Tensor", "--dtype", "float32,bfloat16", "--context", "alone"]
+    options += ["--direction", "fwd", "--ledger", str(ledger), "--conformance-report", str(tmp_path)]
+    command = [sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p", "no:cacheprovider", "-q"]
+    result = subprocess.run(
+        [*command, *options], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "0 passed, 0 failed, 0 xfailed, 0 xpassed, 0 skipped, 0 errors, 2 not validated" in result.stdout
+    assert (
+        "NotValidated: aten.sub.Tensor-float32-alone-fwd: not validated: fuser ran aten.sub.Tensor eagerly"
+        in result.stdout
+    )
+    assert "nox -s validate -- aten.sub.Tensor" in result.stdout
+    cases = json.loads((tmp_path / "conformance-fuser-cpu.json").read_text())["cases"]
+    assert [case["outcome"] for case in cases] == ["not_validated", "not_validated"]

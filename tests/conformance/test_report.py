@@ -123,7 +123,9 @@ def test_a_run_without_problems_says_there_are_no_failures():
 def test_a_run_without_cases_makes_a_report_that_says_so():
     assert "No cases ran." in markdown([], META)
     assert to_json([], META)["totals"]["cases"] == 0
-    assert summary([]) == "0 ops, 0 cases: 0 passed, 0 failed, 0 xfailed, 0 xpassed, 0 skipped, 0 errors"
+    assert summary([]) == (
+        "0 ops, 0 cases: 0 passed, 0 failed, 0 xfailed, 0 xpassed, 0 skipped, 0 errors, 0 not validated"
+    )
 
 
 def test_the_summary_gives_the_totals_and_the_five_slowest_cases_slowest_first():
@@ -243,3 +245,62 @@ def test_ledger_entries_drafted_for_this_tier_expect_the_failure_only_there(tmp_
     ledger = Ledger.load(ledger_path)
     assert ledger.match(run[0].key, "full") is not None
     assert ledger.match(run[0].key, "quick") is None
+
+
+# --- not validated: the backend ran the op eagerly by policy (the fuser's manifest gate) ---------------
+
+GATED = "not validated on cpu (no entry in cpu.toml); validate it with `nox -s validate -- aten.sub.Tensor`"
+
+
+def not_validated_run() -> list[CaseResult]:
+    key = CaseKey("aten.sub.Tensor", "float32", "alone", "fwd", "fuser", "cpu")
+    gated = [
+        CaseResult(key, "not_validated", 0.1, 4, "NotValidated: ...", (0.0, 0.0), GATED),
+        CaseResult(
+            CaseKey("aten.sub.Tensor", "int64", "alone", "fwd", "fuser", "cpu"),
+            "not_validated",
+            0.1,
+            4,
+            "NotValidated: ...",
+            None,
+            GATED,
+        ),
+    ]
+    return [*gated, result("aten.sin.default", "float32", "passed")]
+
+
+def test_not_validated_cases_are_counted_apart_from_passes_in_the_summary_and_the_json():
+    line = summary(not_validated_run()).splitlines()[0]
+    assert line.startswith("2 ops, 3 cases: 1 passed, 0 failed,") and line.endswith(", 2 not validated")
+    data = to_json(not_validated_run(), META)
+    assert (data["totals"]["passed"], data["totals"]["not_validated"]) == (1, 2)
+    assert data["per_op"]["aten.sub.Tensor"]["not_validated"] == 2
+    assert [case_from_json(case) for case in data["cases"]] == sorted(
+        not_validated_run(), key=lambda r: r.key.test_id
+    )
+
+
+def test_not_validated_cases_have_their_own_cell_and_section_and_no_precision_row():
+    report = markdown(not_validated_run(), META)
+    header, sin, sub = table_rows(report)[:3]
+    assert header == ["op", "float32", "int64"]
+    assert sub[1:] == ["🔒 1/1", "🔒 1/1"] and sin[1:] == ["✅", "—"]
+    assert "🔒 k/n: k of n cases not validated" in report
+    section = report.split("#### Not validated (2 cases, 1 ops)\n", 1)[1].splitlines()[0]
+    assert section == f"- `aten.sub.Tensor` — 2 cases (float32, int64): {GATED}"
+    assert "#### Precision" not in report  # eager against eager: no error of the backend's to show
+    assert "ran the op eagerly inside the backend" not in report  # counted once, as not validated
+
+
+def test_a_failure_outranks_not_validated_in_a_cell():
+    run = [*not_validated_run(), result("aten.sub.Tensor", "float32", "failed", context="producer")]
+    assert table_rows(markdown(run, META))[2][1] == "❌ 1/2"
+
+
+def test_merged_shards_keep_their_not_validated_cases(tmp_path):
+    first, _ = write(not_validated_run(), META, tmp_path / "one")
+    script = Path(__file__).parents[2] / "tools" / "merge_reports.py"
+    out = tmp_path / "merged"
+    subprocess.run([sys.executable, script, first, "--out", out], capture_output=True, text=True, check=True)
+    merged = json.loads(out.with_suffix(".json").read_text())
+    assert [case["outcome"] for case in merged["cases"]] == ["not_validated", "not_validated"]
