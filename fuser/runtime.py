@@ -17,7 +17,7 @@ import tempfile
 import types
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,7 @@ def _interpreter_lib() -> types.ModuleType:
     module.add = triton.language.standard._sum_combine
     # And the interpreter calls any other combine function once per element: the fuser's get NumPy twins.
     interpreter_reduce.install()
+    _drop_dead_overflow_checks()
     for name in ("maximum_nan", "minimum_nan", "maximum", "minimum", "multiply"):
         getattr(module, name).numpy_reduce = getattr(interpreter_reduce, name)
     module.argmax_combine.numpy_reduce = interpreter_reduce.argmax
@@ -116,6 +117,19 @@ def _interpreter_lib() -> types.ModuleType:
     module.widen_bf16 = interpreter_bf16.widen_bf16
     module.narrow_bf16 = interpreter_bf16.narrow_bf16
     return module
+
+
+def _drop_dead_overflow_checks() -> None:
+    """Triton's interpreter wraps every int32 add, sub and mul (index arithmetic, mostly) in an int64
+    overflow check (`sanitize_overflow`, on by default) and then drops its result: the check's
+    device_assert does nothing unless the options' `debug` is on, and the interpreter never turns it on.
+    Computing that dead check was half the interpreter's time on the conformance full tier's largest
+    samples (docs/validation.md, "Where validation's time goes"). With `debug` on it stays."""
+    from triton.runtime import interpreter
+
+    options = interpreter.interpreter_builder.options
+    if not options.debug:
+        interpreter.interpreter_builder.options = replace(options, sanitize_overflow=False)
 
 
 _kernels: dict[tuple[str, bool], Callable] = {}
