@@ -177,12 +177,27 @@ def compare_tensors(
         if not wrong.any():
             return ""
         return f"{path}: {_count(wrong)} differ; " + _first(wrong, a, e, None)
+    if _same_bits(a, e):
+        # Eager's own answer, bit for bit: rules 3 to 5 hold, and rule 6 too (its ulps are eager's, within
+        # twice eager's); only the ulps are recorded. Most results and every untouched input after the
+        # call are this, and the elementwise rules cost a fifth of a validation's time (docs/validation.md).
+        if verdict.forward and reference is not None and reference.shape == a.shape and a.dtype in ULP_DTYPES:
+            eager = ulps_of_scale(e, reference.detach().cpu(), a.dtype)
+            verdict.ulps = (max(verdict.ulps[0], eager), max(verdict.ulps[1], eager))
+        return ""
     tolerance = tolerance or TOLERANCES[expected.dtype]
     message = _compare_floats(a, e, reference, tolerance, path)
     if message or not verdict.forward or reference is None or reference.shape != a.shape:
         return message
     signs = _zero_signs(a, e, reference, path) if verdict.signed_zeros else ""
     return signs or _precision(a, e, reference, path, verdict)
+
+
+def _same_bits(a: torch.Tensor, e: torch.Tensor) -> bool:
+    """Whether two floating tensors of one dtype and shape hold the same bits everywhere (nan payloads
+    and zero signs included), whatever their strides."""
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(a.element_size())
+    return bits is not None and torch.equal(a.view(bits), e.view(bits))
 
 
 def ulps_of_scale(x: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> float:

@@ -200,3 +200,22 @@ def test_the_float64_reference_of_a_gradient_rounds_the_op_s_result_where_the_pr
     # Forward, the reference stays float64's exact answer (the oracle rounds it where it needs to).
     forward = expect(SPECS["aten.sub.Tensor"], "consumer", sample, backward=False, seed=0)
     assert forward.reference.tolist() == [[0.0, 196512.0, math.inf]]
+
+
+def test_eager_s_own_bits_pass_without_the_elementwise_rules_and_record_eager_s_ulps(monkeypatch):
+    # The fast path: a result with eager's bits (nan, inf and signed zeros included, any strides) is
+    # eager's answer; the elementwise rules are not run for it, and its ulps are eager's.
+    from conformance import oracle
+
+    reference = torch.tensor([[1.0 + 2**-30, -0.0], [math.inf, math.nan]], dtype=torch.float64)
+    expected = torch.tensor([[1.0, -0.0], [math.inf, math.nan]])
+
+    def unexpected(*args):
+        raise AssertionError("the elementwise rules ran on eager's own bits")
+
+    monkeypatch.setattr(oracle, "_compare_floats", unexpected)
+    verdict = compare(expected.t().contiguous().t(), expected, reference, ulp_budget=8, signed_zeros=True)
+    assert verdict.ok and verdict.ulps == (oracle.ulps_of_scale(expected, reference, torch.float32),) * 2
+    monkeypatch.undo()
+    flipped = torch.tensor([[1.0, 0.0], [math.inf, math.nan]])  # one bit: the zero's sign
+    assert not compare(flipped, expected, reference, signed_zeros=True).ok
