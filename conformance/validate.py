@@ -45,6 +45,7 @@ from conformance.catalog import SPECS
 from conformance.plugin import cases, rerun_command
 from conformance.validate_fuzz import (
     DEFAULT_FUZZ_EXAMPLES,
+    DEFAULT_FUZZ_PASSES,
     FuzzStage,
     fuzz_arguments,
     fuzz_failure,
@@ -114,9 +115,16 @@ def run_op(op: str, backend: str, device: str, log_dir: Path, workers: int = 1) 
             subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         reports = list(Path(report_dir).glob("*.json"))
         results = json.loads(reports[0].read_text())["cases"] if reports else []
+    results = [report.case_from_json(case) for case in results]
+    return verdict_from(op, results, time.monotonic() - started, log_path)
+
+
+def verdict_from(op: str, results: list[report.CaseResult], seconds: float, log_path: Path) -> Verdict:
+    """The op's verdict from its cases' results: a dtype is validated where every case passed, left out
+    where the ledger expects a failure; any other outcome is a failing case, printed with its rerun."""
     by_dtype: dict[str, set[str]] = defaultdict(set)
     failures = []
-    for result in map(report.case_from_json, results):
+    for result in results:
         by_dtype[result.key.dtype].add(result.outcome)
         if result.outcome not in ("passed", "xfailed"):
             failures.append((result.key.test_id, result.outcome, rerun_command(result.key, "full")))
@@ -128,7 +136,7 @@ def run_op(op: str, backend: str, device: str, log_dir: Path, workers: int = 1) 
         passed_dtypes=tuple(d for d in DTYPES if by_dtype.get(d) == {"passed"}),
         expected_dtypes=tuple(d for d in DTYPES if "xfailed" in by_dtype.get(d, ())),
         failures=failures,
-        seconds=time.monotonic() - started,
+        seconds=seconds,
     )
 
 
@@ -324,19 +332,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--retry-failed", action="store_true", help="retry ops that failed before")
     parser.add_argument("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops")
     parser.add_argument("--logs", type=Path, default=ROOT / "reports" / "validate" / "logs")
-    parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers for each op's cases")
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="all the ops' cases in one pytest run over the cores, then fuzz groups of ops (resumable)",
+    )
+    parser.add_argument(
+        "--workers",
+        default=None,
+        help="pytest-xdist workers (a number, or auto: one per core): for each op's cases (default 1), "
+        "or for the whole batch and its fuzz groups (default auto)",
+    )
     parser.add_argument(
         "--fuzz-examples",
         type=int,
-        default=DEFAULT_FUZZ_EXAMPLES,
+        default=None,
         help=f"random programs calling the op, after its cases pass (default {DEFAULT_FUZZ_EXAMPLES}; 0: off)",
+    )
+    parser.add_argument(
+        "--fuzz-passes",
+        type=int,
+        default=None,
+        help=f"--batch: programs calling the op that must pass (default {DEFAULT_FUZZ_PASSES}; 0: off)",
     )
     parser.add_argument(
         "--fuzz-out", type=Path, default=ROOT / "reports" / "validate" / "fuzz", help="where repros go"
     )
     args = parser.parse_args(argv)
-    if args.fuzz_examples < 0:
-        parser.error(f"--fuzz-examples {args.fuzz_examples}: must be 0 (off) or more")
+    if args.batch and args.fuzz_examples is not None:
+        parser.error("--batch fuzzes groups of ops until each has --fuzz-passes N passing programs")
+    if not args.batch and args.fuzz_passes is not None:
+        parser.error("--fuzz-passes is the batch's (--batch); one op at a time takes --fuzz-examples N")
+    args.fuzz_examples = DEFAULT_FUZZ_EXAMPLES if args.fuzz_examples is None else args.fuzz_examples
+    args.fuzz_passes = DEFAULT_FUZZ_PASSES if args.fuzz_passes is None else args.fuzz_passes
+    if min(args.fuzz_examples, args.fuzz_passes) < 0:
+        parser.error("--fuzz-examples and --fuzz-passes: 0 (off) or more")
+    args.workers = args.workers or ("auto" if args.batch else "1")
+    if not (args.workers == "auto" or (args.workers.isdigit() and int(args.workers) >= 1)):
+        parser.error(f"--workers {args.workers!r}: a number (1 or more) or auto")
     args.fuzz_out = args.fuzz_out.resolve()  # the fuzz run's directory is the repository's
     if bool(args.ops) == args.all_unvalidated:
         parser.error("name the ops to validate, or give --all-unvalidated (not both)")
@@ -371,38 +404,42 @@ def main(argv: list[str] | None = None) -> int:
         k, n = args.shard
         ops = ops[k - 1 :: n]
     args.logs.mkdir(parents=True, exist_ok=True)
-    verdicts, skipped = [], []
-    runs: dict[tuple[str, ...], Verdict] = {}
-    for number, op in enumerate(ops, 1):
-        fingerprint = lowerings.fingerprint(op, arch) if args.backend == "fuser" else "-"
-        before = progress.get(op, {})
-        if args.all_unvalidated and not args.retry_failed and before.get("fingerprint") == fingerprint:
-            skipped.append(op)  # failed (or validated nothing) at this lowering already
-            continue
-        print(f"[{number}/{len(ops)}] {op} ...", flush=True)
-        # Proxies share their conformance ops (the prims all run aten.var.correction): run those once;
-        # each op gets its own copy of the run's verdict (writing the entry fills in its outcome).
-        specs = specs_for(op)
-        if specs not in runs:
-            runs[specs] = run_op(op, args.backend, args.device, args.logs, args.workers)
-        verdict = dataclasses.replace(runs[specs], op=op, failures=list(runs[specs].failures))
-        verdicts.append(verdict)
-        verdict.fuzz = fuzz_stage(verdict, args)
+    fingerprints = {op: lowerings.fingerprint(op, arch) if args.backend == "fuser" else "-" for op in ops}
+    skipped = [
+        op  # failed (or validated nothing) at this lowering already
+        for op in ops
+        if args.all_unvalidated
+        and not args.retry_failed
+        and progress.get(op, {}).get("fingerprint") == fingerprints[op]
+    ]
+    ops = [op for op in ops if op not in skipped]
+
+    def finish(verdict: Verdict) -> None:
+        """Write the op's entry if nothing unexpected failed, and record its outcome in the progress."""
         entry = write_entry(manifest, verdict, args.backend, args.device, arch) if verdict.ok else None
         verdict.outcome = "validated" if entry else "failed" if verdict.failures else "nothing validated"
         print(
-            f"    {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s; fuzz: {verdict.fuzz.cell()}",
+            f"    {verdict.op}: {verdict.outcome}: {verdict.cases} cases in {verdict.seconds:.0f} s; "
+            f"fuzz: {verdict.fuzz.cell()}",
             flush=True,
         )
-        progress[op] = {
+        progress[verdict.op] = {
             "outcome": verdict.outcome,
-            "fingerprint": fingerprint,
+            "fingerprint": fingerprints[verdict.op],
             "cases": verdict.cases,
             "fuzz": verdict.fuzz.cell(),
             "seconds": round(verdict.seconds, 1),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }
         save_progress(progress_path, progress)
+
+    if args.batch:
+        from conformance import validate_batch  # it builds on this module
+
+        state = progress_path.with_suffix(".batch.jsonl")  # the batch's cases and fuzz groups, as logged
+        verdicts = validate_batch.validate_all(ops, fingerprints, args, state, finish)
+    else:
+        verdicts = validate_each(ops, args, finish)
     if skipped:
         print(
             f"skipped {len(skipped)} op(s) that failed before at the same lowering (--retry-failed): "
@@ -412,13 +449,36 @@ def main(argv: list[str] | None = None) -> int:
     print(table(verdicts))
     failed = [v for v in verdicts if v.failures]
     for v in failed:
-        print(f"\n{v.op}: nothing written; failing cases (log: {args.logs / (v.op + '.log')}):")
+        log = args.logs / ("batch.log" if args.batch else f"{v.op}.log")
+        print(f"\n{v.op}: nothing written; failing cases (log: {log}):")
         for case, outcome, command in v.failures:
             print(f"  {case}: {outcome}\n    rerun: {command}")
     written = [v for v in verdicts if v.outcome == "validated"]
     if written:
         print(f"\nwrote {len(written)} entr{'y' if len(written) == 1 else 'ies'} to {manifest}")
     return 1 if failed else 0
+
+
+def worker_count(workers: str) -> int:
+    return os.cpu_count() or 1 if workers == "auto" else int(workers)
+
+
+def validate_each(ops: list[str], args: argparse.Namespace, finish) -> list[Verdict]:
+    """One op at a time: its own pytest process, then its own fuzz stage."""
+    verdicts = []
+    runs: dict[tuple[str, ...], Verdict] = {}
+    for number, op in enumerate(ops, 1):
+        print(f"[{number}/{len(ops)}] {op} ...", flush=True)
+        # Proxies share their conformance ops (the prims all run aten.var.correction): run those once;
+        # each op gets its own copy of the run's verdict (writing the entry fills in its outcome).
+        specs = specs_for(op)
+        if specs not in runs:
+            runs[specs] = run_op(op, args.backend, args.device, args.logs, worker_count(args.workers))
+        verdict = dataclasses.replace(runs[specs], op=op, failures=list(runs[specs].failures))
+        verdicts.append(verdict)
+        verdict.fuzz = fuzz_stage(verdict, args)
+        finish(verdict)
+    return verdicts
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ class FuzzStage:
 
 
 DEFAULT_FUZZ_EXAMPLES = 200  # about 20 s an op on a 2-core CPU (docs/validation.md, "The fuzz stage")
+# A batch's target of passing programs per op: above the 130-151 that an op's own 200 draws gave
+# (docs/validation.md), so a batch checks every op in at least as many programs.
+DEFAULT_FUZZ_PASSES = 160
 
 
 def fuzz_skip_reason(op: str, reached_inside: tuple[str, ...] = ()) -> str | None:
@@ -68,6 +71,61 @@ def fuzz_arguments(op: str, backend: str, device: str, examples: int, out: Path)
         *("--examples", str(examples), "--seed", str(seed)),
         *("--backend", backend, "--device", device, "--out", str(out)),
     ]
+
+
+def group_arguments(ops: tuple[str, ...], backend: str, device: str, passes: int, out: Path) -> list[str]:
+    """The arguments of `python` for a batch's fuzz group: programs that call several of its ops, until
+    each has `passes` passing ones (conformance/fuzz/batch.py). Its seed derives from the ops' names."""
+    seed = int.from_bytes(hashlib.sha256(",".join(ops).encode()).digest()[:4], "big")
+    return [
+        *("-m", "conformance.fuzz", "--profile", "ci", "--op", ",".join(ops)),
+        *("--passes", str(passes), "--seed", str(seed)),
+        *("--backend", backend, "--device", device, "--out", str(out)),
+    ]
+
+
+def run_fuzz_group(
+    ops: tuple[str, ...],
+    backend: str,
+    device: str,
+    passes: int,
+    out: Path,
+    log_path: Path,
+    env: dict[str, str] | None = None,
+) -> dict[str, FuzzStage]:
+    """A batch's fuzz group in a fresh process (`env`: added to its environment): each op's stage,
+    failed only where the group's failure is blamed on it (or where no program calling it passed)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="validate-fuzz-") as scratch:
+        result_path = Path(scratch) / "result.json"
+        command = [
+            sys.executable,
+            *group_arguments(ops, backend, device, passes, out),
+            "--json",
+            str(result_path),
+        ]
+        env = os.environ | (env or {}) | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
+        with log_path.open("w") as log:
+            subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        result = json.loads(result_path.read_text()) if result_path.exists() else None
+    seconds = time.monotonic() - started
+    if result is None:
+        note = f"the fuzzer wrote no result (see {log_path})"
+        return {op: FuzzStage("FAILED", note=note, seconds=seconds) for op in ops}
+    stages = {}
+    for op in ops:
+        passed = result["passed_by_op"].get(op, 0)
+        failed = result["failed"].get(op)
+        if failed:
+            note = _first_words(failed["message"])
+            stages[op] = FuzzStage("FAILED", passed, note, seconds, repro=failed["repro"])
+        elif op in result["vacuous"] or passed == 0:
+            counts = ", ".join(f"{n} {what}" for what, n in sorted(result["counts"].items()))
+            note = f"it checked too little ({passed} programs calling it passed; {counts}; see {log_path})"
+            stages[op] = FuzzStage("FAILED", passed, note, seconds)
+        else:
+            stages[op] = FuzzStage("passed", passed, seconds=seconds)
+    return stages
 
 
 def fuzz_failure(op: str, stage: FuzzStage, backend: str, rerun: list[str]) -> tuple[str, str, str]:

@@ -27,7 +27,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from conformance.fuzz.check import Outcome, check, tolerance_for
 from conformance.fuzz.program import Program
 from conformance.fuzz.repro import write_repro
-from conformance.fuzz.strategies import programs, smaller
+from conformance.fuzz.strategies import calls, programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
 
 PROFILES: dict[str, dict] = {
@@ -65,6 +65,7 @@ class FuzzReport:
     device: str
     profile: str
     counts: Counter = field(default_factory=Counter)  # examples by outcome
+    passed_by_op: Counter = field(default_factory=Counter)  # required op -> passing programs calling it
     failure: Program | None = None  # the shrunk failing program
     first_found: Program | None = None  # the first failing program, before shrinking
     message: str = ""
@@ -148,11 +149,13 @@ def fuzz(
     vocab: tuple[FuzzOp, ...] = VOCABULARY,
     max_nodes: int = 5,
     shrink_budget: int | None = None,
-    require_op: str | None = None,
+    require_op: str | tuple[str, ...] | None = None,
 ) -> FuzzReport:
     """Fuzz `backend` on `device`; on a failure, shrink it and write `out/repro_<id>.py`. Shrinking
     stops compiling new programs after `shrink_budget` of them (default: the profile's). With
-    `require_op`, every program calls that vocabulary op (validation's fuzz stage)."""
+    `require_op`, every program calls that vocabulary op, or one of several (validation's fuzz stage);
+    the report counts the passing programs that call each."""
+    required = (require_op,) if isinstance(require_op, str) else tuple(require_op or ())
     if shrink_budget is None:
         shrink_budget = SHRINK_BUDGETS[profile]
     report = FuzzReport(backend, device, profile)
@@ -171,6 +174,8 @@ def fuzz(
             outcome = known[program.key()] = check(program, backend, device, backward)
             report.counts[outcome.status] += 1
             report.counts["shrink_checks"] += "program" in last
+            if outcome.status == "pass" and "program" not in last:
+                report.passed_by_op.update(op for op in required if calls(program, op, vocab))
         if outcome.status in ("vacuous", "eager_rejects", "tracing_rejects", "meta_disagrees"):
             hypothesis.reject()
         if outcome.status == "fail":
@@ -205,7 +210,7 @@ def fuzz(
     if "program" in last:
         report.failure, report.message = last["program"], last["message"]
         found = f"profile {profile}" + (f", seed {seed}" if seed is not None else "")
-        found += f", --op {require_op}" if require_op else ""
+        found += f", --op {','.join(required)}" if required else ""
         report.repro, report.new_repro = write_repro(
             report.failure,
             report.message,

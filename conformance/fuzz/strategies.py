@@ -131,44 +131,50 @@ def programs(
     vocab: tuple[FuzzOp, ...] = VOCABULARY,
     max_nodes: int = 5,
     max_inputs: int = 3,
-    require_op: str | None = None,
+    require_op: str | tuple[str, ...] | None = None,
 ) -> Program | None:
     """A random program, or None where no node could be resolved (the caller rejects it). Its inputs'
     shapes derive from one base shape (fewer leading dims, some dims of size 1), as a real program's
-    do, so that most pairs broadcast. With `require_op` (a vocabulary op's name), every program calls
-    that op at least once (or its in-place twin), among other drawn nodes; None where it could not."""
+    do, so that most pairs broadcast. With `require_op` (a vocabulary op's name, or several), every
+    program calls one of those ops at least once (or its in-place twin), among other drawn nodes: a
+    node of each is drawn, and a program whose resolution left all of them out is None."""
+    required = (require_op,) if isinstance(require_op, str) else tuple(require_op or ())
     base = draw(st.lists(st.sampled_from(SIZES), max_size=3).map(tuple))
     long_at = draw(st.sampled_from(LONG_AT))
     if base and long_at is not None:
         base = tuple(LONG if d == long_at % len(base) else size for d, size in enumerate(base))
-    if require_op is None:
+    if not required:
         inputs = draw(st.lists(input_draws(), min_size=1, max_size=max_inputs))
         nodes = draw(st.lists(node_draws(vocab), min_size=2, max_size=max_nodes))
     else:
-        only = [op.name for op in vocab].index(require_op)
-        needed = [draw(d) for d in _inputs_for(vocab[only])]
+        names = [op.name for op in vocab]
+        only = [names.index(name) for name in required]
+        needed = [draw(d) for index in only for d in _inputs_for(vocab[index])]
         inputs = needed + draw(st.lists(input_draws(), max_size=max(0, max_inputs - len(needed))))
-        nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=max_nodes - 1))
-        # One more node is the required op's, at a drawn place among the others: it reads values
+        # Several required ops take the places of drawn ones: a program stays about as long.
+        others = max(1, max_nodes - len(only))
+        nodes = draw(st.lists(node_draws(vocab), min_size=1, max_size=others))
+        # One more node for each required op, at a drawn place among the others: it reads values
         # computed before it and is read by those after, as any node is.
-        nodes.insert(draw(st.integers(0, len(nodes))), draw(node_draws(vocab, only)))
+        for index in only:
+            nodes.insert(draw(st.integers(0, len(nodes))), draw(node_draws(vocab, index)))
     seed = draw(st.integers(0, 1000))
     program = resolve(base, inputs, nodes, seed, vocab)
-    if program is not None and require_op is not None and not calls(program, require_op, vocab):
-        return None  # the resolution left the required node out (no operand of a dtype it takes)
+    if program is not None and required and not any(calls(program, op, vocab) for op in required):
+        return None  # the resolution left every required node out (no operand of a dtype it takes)
     return program
 
 
 def _inputs_for(op: FuzzOp) -> list[st.SearchStrategy[InputDraw]]:
     """Inputs a required op can read whatever else is drawn: one in a dtype eager accepts for it (a
     bitwise op takes no float, which most inputs are), and a bool one where it takes a mask (where)."""
-    takes = tuple(d for d in FUZZ_DTYPES if d in _eager_dtypes(op.name)) or FUZZ_DTYPES
+    takes = tuple(d for d in FUZZ_DTYPES if d in eager_dtypes(op.name)) or FUZZ_DTYPES
     masks = any(kind == "mask" for _, kind in op.operands)
     return [input_draws(takes)] + [input_draws(("bool",))] * masks
 
 
 @functools.cache
-def _eager_dtypes(op: str) -> tuple[str, ...]:
+def eager_dtypes(op: str) -> tuple[str, ...]:
     """The dtypes eager takes for `op` (its spec lists every dtype; eager's samples say which)."""
     return tuple(supported_dtypes(SPECS[op], "cpu"))
 
