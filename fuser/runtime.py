@@ -48,6 +48,10 @@ SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8
 GPU_ELEMENTS_PER_WARP = 512
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
+# Elements a row kernel's program holds (XBLOCK rows of a whole row) under the interpreter: its Python
+# overhead is per program, so short rows go many to a program (the rows that fit one block are still
+# those of CPU_MAX_BLOCK: a longer row is looped, as the conformance suite's long rows check).
+CPU_ROW_ELEMENTS = 2**16
 
 
 @functools.cache
@@ -195,7 +199,7 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     whole_row = _pow2(cols)
     if interpreted:
         persistent, rblock = whole_row <= CPU_MAX_BLOCK, CPU_MAX_BLOCK // 4
-        xblock = min(_pow2(rows), max(1, CPU_MAX_BLOCK // (whole_row if persistent else rblock)))
+        xblock = min(_pow2(rows), max(1, CPU_ROW_ELEMENTS // (whole_row if persistent else rblock)))
     elif variants[0].contiguous_rows:
         persistent, rblock = whole_row <= GPU_PERSISTENT_MAX, GPU_LOOP_RBLOCK
         xblock = min(_pow2(rows), max(1, GPU_ROW_ELEMENTS // whole_row)) if persistent else 1
