@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Validate every lowered op without a fresh entry on this GPU's architecture, in one batch run over every
+# GPU of the machine (issue 27), and bring back what it wrote. Resumable: a second call on the same warm
+# machine continues where the first stopped (after the first call's manifest is applied here, since the
+# working tree is copied anew):
+#   bash tools/gpu/validate_on_gpu.sh            # from the repository root on the lent machine; OUT set
+# Writes $OUT/validate.log, $OUT/<arch>.toml (the manifest after the run), $OUT/versions.txt, and
+# $OUT/validate-state.tar.gz (the batch's progress state and per-op logs).
+set -uo pipefail
+source tools/gpu_lib.sh
+NO_OPT_IN=1 gpu_setup
+versions | tee "$OUT/versions.txt"
+WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}
+step validate "${VALIDATE_S:-540}" 5 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
+    --workers "$WORKERS" --logs reports/validate/logs
+arch=$("$PYTHON" -c "import torch; from fuser.validation import arch_of; print(arch_of(torch.device('cuda')))")
+cp "fuser/manifest/$arch.toml" "$OUT/" 2>/dev/null
+tar -czf "$OUT/validate-state.tar.gz" reports/validate 2>/dev/null
+ls -la "$OUT"
