@@ -3,10 +3,11 @@ is fresh (its fingerprint is the kernels its op emits today), and that its case 
 validating the op here would run (a hand-edited count is caught). `python -m conformance.manifest_check
 [FILE ...]` checks the committed manifests (CI runs it as tests/conformance/test_manifest.py).
 
-CI's policy (docs/validation.md): the `cpu` manifest must hold a fresh entry for every lowered op, since
-CI's own machine can mend it (`nox -s validate -- --all-unvalidated`); a GPU manifest's stale or missing
-entries cannot be mended without that GPU, so they are reported (`unvalidated`), not failed: those ops
-run eagerly on that architecture until validated there again.
+CI's policy (docs/validation.md): a stale `cpu` entry fails, since CI's own kind of machine can mend it
+(`nox -s validate -- --all-unvalidated`); a lowered op with no `cpu` entry is reported, and will fail too
+once the cpu manifest covers every lowered op (`MISSING_CPU_ENTRIES_FAIL`); a GPU manifest's stale or
+missing entries cannot be mended without that GPU, so they are reported (`unvalidated`), not failed:
+those ops run eagerly on that architecture until validated there again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def schema_problems(text: str, path: Path) -> list[str]:
 
 
 MEND = "nox -s validate -- --all-unvalidated"
+# Until the cpu manifest covers every lowered op (validating all 170 on a 2-core CPU takes hours today:
+# docs/validation.md), a missing cpu entry is reported rather than failed.
+MISSING_CPU_ENTRIES_FAIL = False
 
 
 def unvalidated(manifest: validation.Manifest) -> list[str]:
@@ -73,7 +77,8 @@ def problems(path: Path, backend: str = "fuser") -> list[str]:
         return [str(error)]
     device = "cpu" if manifest.arch == "cpu" else "cuda"
     if backend == "fuser" and manifest.arch == "cpu":
-        found += [f"{path}: {line}; run `{MEND}`" for line in unvalidated(manifest)]
+        failing = [g for g in unvalidated(manifest) if MISSING_CPU_ENTRIES_FAIL or "no entry" not in g]
+        found += [f"{path}: {line}; run `{MEND}`" for line in failing]
     for entry in manifest.entries.values():
         at = f"{path}:{entry.line}: {entry.op}"
         if device == "cuda" and not torch.cuda.is_available():
@@ -96,9 +101,10 @@ def main(argv: list[str]) -> int:
             print(problem)
         failed |= bool(found)
         manifest = validation.parse(path.read_text(), path) if not found else None
-        gaps = unvalidated(manifest) if manifest is not None and manifest.arch != "cpu" else []
+        gaps = [g for g in unvalidated(manifest) if g not in "".join(found)] if manifest is not None else []
         for gap in gaps:
-            print(f"{path}: {gap} (runs eagerly on {manifest.arch} until `{MEND} --device cuda` there)")
+            device = "" if manifest.arch == "cpu" else " --device cuda"
+            print(f"{path}: {gap} (runs eagerly on {manifest.arch} until `{MEND}{device}` there)")
         print(
             f"{path}: {'FAILED' if found else 'ok'}" + (f", {len(gaps)} op(s) not validated" if gaps else "")
         )
