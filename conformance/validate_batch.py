@@ -64,7 +64,8 @@ class BatchState:
             if "launch" in line:
                 launched = {}
                 for op, fingerprint in line["launch"].items():
-                    state.fingerprints[op], state.cases[op] = fingerprint, {}
+                    if state.fingerprints.get(op) != fingerprint:  # else it goes on with the cases it lacked
+                        state.fingerprints[op], state.cases[op] = fingerprint, {}
                     for spec in specs_of(op):
                         launched.setdefault(spec, []).append(op)
             elif "fuzz" in line:
@@ -76,6 +77,10 @@ class BatchState:
                 for op in launched.get(line["op"], ()):
                     state.cases[op][line["id"]] = line
         return state
+
+    def done(self, op: str, fingerprint: str) -> set[str]:
+        """The ids of the op's cases logged at this fingerprint."""
+        return set(self.cases.get(op, {})) if self.fingerprints.get(op) == fingerprint else set()
 
     def results(self, op: str, fingerprint: str, expected: set[str]) -> list[CaseResult] | None:
         """The op's logged results, if every expected case is there at this fingerprint."""
@@ -105,13 +110,22 @@ def _lines(path: Path) -> Iterator[dict]:
 
 
 def run_cases(
-    specs: list[str], backend: str, device: str, workers: str, state_path: Path, log_path: Path
+    specs: list[str],
+    done: set[str],
+    backend: str,
+    device: str,
+    workers: str,
+    state_path: Path,
+    log_path: Path,
 ) -> int:
-    """One pytest run over the full tier of these conformance ops, each case logged as it finishes."""
+    """One pytest run over the full tier of these conformance ops but the `done` cases, each case logged
+    as it finishes."""
     command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
     # worksteal: a worker that runs out takes queued cases from the others (the large cases are uneven)
     command += ["-p", "no:xdist"] if workers == "1" else ["-n", workers, "--dist", "worksteal"]
-    command += ["-p", "conformance.case_log", "--case-log", str(state_path)]
+    skip = state_path.with_suffix(".done")
+    skip.write_text("".join(f"{case}\n" for case in sorted(done)))
+    command += ["-p", "conformance.case_log", "--case-log", str(state_path), "--case-log-skip", str(skip)]
     command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
     command += ["--backend", backend, "--device", device, "--op", ",".join(specs)]
     env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
@@ -181,13 +195,15 @@ def validate_all(
     to_run = [op for op in ops if state.results(op, fingerprints[op], expected[op]) is None]
     if to_run:
         specs = sorted({spec for op in to_run for spec in specs_for(op)})
-        count = len({case for op in to_run for case in expected[op]})
+        done = {case for op in to_run for case in state.done(op, fingerprints[op]) & expected[op]}
+        count = len({case for op in to_run for case in expected[op]} - done)
         print(
-            f"conformance: {count} cases of {len(to_run)} ops, one pytest run ({args.workers} workers; log: {log})"
+            f"conformance: {count} cases of {len(to_run)} ops ({len(done)} logged by an earlier run), one "
+            f"pytest run ({args.workers} workers; log: {log})"
         )
         state.append({"launch": {op: fingerprints[op] for op in to_run}})
         started = time.monotonic()
-        run_cases(specs, args.backend, args.device, args.workers, state_path, log)
+        run_cases(specs, done, args.backend, args.device, args.workers, state_path, log)
         print(f"    {time.monotonic() - started:.0f} s", flush=True)
         state = BatchState.load(state_path, specs_for)
     verdicts = {op: op_verdict(op, state, fingerprints[op], expected[op], log) for op in ops}
