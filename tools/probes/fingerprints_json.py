@@ -10,5 +10,12 @@ import triton
 
 from fuser import lowerings
 
-found = {arch: {n: lowerings.compute_fingerprint(n, arch) for n in lowerings.lowerings()} for arch in ("cpu", "sm_90")}
-json.dump({"versions": [platform.python_version(), torch.__version__, triton.__version__], **found}, sys.stdout, indent=1)
+found = {
+    arch: {n: lowerings.compute_fingerprint(n, arch) for n in lowerings.lowerings()}
+    for arch in ("cpu", "sm_90")
+}
+json.dump(
+    {"versions": [platform.python_version(), torch.__version__, triton.__version__], **found},
+    sys.stdout,
+    indent=1,
+)

@@ -14,7 +14,9 @@ def all_fingerprints(arch: str) -> dict[str, str]:
 def main() -> None:
     before = {arch: all_fingerprints(arch) for arch in ("cpu", "sm_90")}
     source = codegen.PointwiseBuilder.source
-    codegen.PointwiseBuilder.source = lambda self, name: source(self, name).replace("offset < numel", "offset <= numel")
+    codegen.PointwiseBuilder.source = lambda self, name: source(self, name).replace(
+        "offset < numel", "offset <= numel"
+    )
     for arch, old in before.items():
         new = all_fingerprints(arch)
         stale = sorted(n for n in old if old[n] != new[n])
