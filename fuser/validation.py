@@ -28,6 +28,7 @@ the engineer opts in: `options={"unvalidated": "fuse"}` or `FUSER_UNVALIDATED=fu
 from __future__ import annotations
 
 import logging
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -42,7 +43,8 @@ from fuser.nodes import meta, tensor_meta
 
 log = logging.getLogger("fuser")
 
-MANIFEST_DIR = Path(__file__).parent / "manifest"
+# FUSER_MANIFEST_DIR points the gate at other manifests (a scratch validation, a test's empty folder).
+MANIFEST_DIR = Path(os.environ.get("FUSER_MANIFEST_DIR") or Path(__file__).parent / "manifest")
 ARCH_PATTERN = re.compile(r"^(cpu|sm_\d{2,3}a?)$")
 FIELDS = ("op", "arch", "dtypes", "torch", "triton", "date", "cases", "commit", "fingerprint")
 OPTIONAL_FIELDS = ("device", "fuzz")  # device: the GPU's name (CUDA); fuzz: fuzz-stage programs passed
