@@ -139,12 +139,18 @@ def _table_entry(overload) -> str:
             entry = table[overload]
             return repr(
                 sorted(
-                    (f.name, getattr(entry, f.name))
+                    (f.name, _stable(getattr(entry, f.name)))
                     for f in fields(entry)
                     if not callable(getattr(entry, f.name))
                 )
             )
     raise AssertionError(overload)
+
+
+def _stable(value):
+    """A set's repr follows string hashing, which differs per process (PYTHONHASHSEED): sorted, it is
+    the same in every process."""
+    return sorted(value) if isinstance(value, (set, frozenset)) else value
 
 
 def describe(name: str, arch: str) -> str:

@@ -5,6 +5,10 @@ op's lowering stales that op's entries alone. Each test compares fingerprints co
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -123,3 +127,33 @@ def test_checking_freshness_costs_no_kernel_generation_once_cached():
     assert per_op < 0.002, f"{per_op * 1e3:.2f} ms an op"
     manifest = validation.load("cpu")
     assert manifest is not None
+
+
+def test_a_fingerprint_is_the_same_in_every_process():
+    # A set's order follows string hashing, which Python seeds per process: clamp's table entry holds
+    # one, and its fingerprint differed between two processes (an entry validated in one read as stale
+    # in the other). Two seeds under which that set's order differs; every op's table entry, and the
+    # whole fingerprint of the sample and of clamp.
+    script = (
+        "import json, sys\n"
+        "from fuser import lowerings\n"
+        "from fuser.lowerings import compute_fingerprint\n"
+        "names = sys.argv[1:]\n"
+        "tables = {n: lowerings._table_entry(lowerings._overload(n)) for n in lowerings.lowerings()}\n"
+        "prints = {n: compute_fingerprint(n, 'sm_90') for n in names}\n"
+        "print(json.dumps([tables, prints]))\n"
+    )
+    names = [*SAMPLE, "aten.clamp.default", "aten.clamp.Tensor"]
+    found = []
+    for seed in ("1", "3"):
+        run = subprocess.run(
+            [sys.executable, "-c", script, *names],
+            env=os.environ | {"PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found.append(json.loads(run.stdout))
+    (tables_a, prints_a), (tables_b, prints_b) = found
+    assert [n for n in tables_a if tables_a[n] != tables_b[n]] == []
+    assert [n for n in prints_a if prints_a[n] != prints_b[n]] == []

@@ -1,0 +1,75 @@
+"""Which step of the fuser's hardsigmoid lowering loses float64 precision on CUDA (sm_90 validation,
+2026-11-27: float64 forward 2^27 ulps off; the CPU interpreter is exact). Each variant is one Triton
+kernel over the same float64 input, compared bit for bit with torch's float64 result on the GPU.
+  python tools/probes/fp64_hardsigmoid_cuda.py
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add3(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(y_ptr + o, x + 3.0, mask=o < n)
+
+
+@triton.jit
+def max0(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(y_ptr + o, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL), mask=o < n)
+
+
+@triton.jit
+def min6(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(y_ptr + o, tl.minimum(x, 6.0, propagate_nan=tl.PropagateNan.ALL), mask=o < n)
+
+
+@triton.jit
+def div6(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(y_ptr + o, x / 6.0, mask=o < n)
+
+
+@triton.jit
+def div6_f64(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(y_ptr + o, x / tl.full([BLOCK], 6.0, tl.float64), mask=o < n)
+
+
+def main():
+    x = torch.randn(1 << 16, dtype=torch.float64, device="cuda") * 4
+    want = {
+        "add3": x + 3.0,
+        "max0": torch.clamp_min(x, 0.0),
+        "min6": torch.clamp_max(x, 6.0),
+        "div6": x / 6.0,
+        "div6_f64": x / 6.0,
+    }
+    kernels = dict(add3=add3, max0=max0, min6=min6, div6=div6, div6_f64=div6_f64)
+    for name, kernel in kernels.items():
+        y = torch.empty_like(x)
+        kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        ref = want[name]
+        differ = (y != ref).sum().item()
+        rel = ((y - ref).abs() / ref.abs().clamp_min(1e-300)).max().item()
+        print(f"{name:10s} differ {differ:6d} of {x.numel()}  max relative error {rel:.3e}")
+    y = torch.empty_like(x)
+    div6[(1,)](x, y, 1024, BLOCK=1024)
+    ptx = div6.cache[0] if hasattr(div6, "cache") else None
+    for compiled in getattr(div6, "device_caches", {}).values():
+        for kernel in compiled[0].values():
+            lines = [line for line in kernel.asm["ptx"].splitlines() if "div" in line or "rcp" in line]
+            print("div6 ptx:", *lines[:6], sep="\n  ")
+    del ptx
+
+
+if __name__ == "__main__":
+    main()
