@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._decomp.decompositions import pw_cast_for_opmath
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
@@ -64,6 +65,20 @@ def _sigmoid_backward(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     # ATen's kernels multiply in this order, (grad * (1 - y)) * y; the stock decomposition's
     # grad * (y * (1 - y)) overflows first at |y| near max (0 * -inf = nan where eager gives a signed 0).
     return grad * (1 - y) * y
+
+
+_STOCK_LOGIT_BACKWARD = get_decompositions([aten.logit_backward])[aten.logit_backward.default]
+
+
+@pw_cast_for_opmath
+def _logit_backward(grad: torch.Tensor, x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    # ATen's kernels give 0 only where x < eps or x > 1 - eps, so a nan x gives nan (CUDA's kernel and the
+    # CPU scalar loop; the CPU vectorized loop gives 0, and the conformance spec leaves nan unspecified).
+    # The stock decomposition keeps x >= eps and x <= 1 - eps instead, which maps nan to 0 on every device.
+    if eps is None:
+        return _STOCK_LOGIT_BACKWARD(grad, x)
+    outside = torch.logical_or(x < eps, x > 1.0 - eps)
+    return torch.where(outside, 0.0, grad / (x * (1.0 - x)))
 
 
 _STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
@@ -126,6 +141,7 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.max.dim] = _max_dim
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
+    table[aten.logit_backward.default] = _logit_backward
     table[aten.native_layer_norm.default] = _native_layer_norm
     table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}

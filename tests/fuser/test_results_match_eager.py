@@ -216,6 +216,21 @@ def test_sigmoid_backward_multiplies_in_eagers_order(device):
     assert torch.equal(torch.signbit(got), torch.signbit(op(grad, y)))
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_logits_gradient_with_eps_is_nan_at_a_nan_input(dtype, device):
+    # ATen's kernels give 0 only where x < eps or x > 1 - eps, so a nan x gives nan (CUDA's kernel and the
+    # CPU scalar loop; CPU's vectorized loop gives 0). The stock decomposition kept x >= eps and x <= 1 - eps,
+    # which maps nan to 0.
+    x = torch.tensor([float("nan"), 0.5, 1e-7, 2.0], dtype=dtype, device=device, requires_grad=True)
+    want = torch.tensor([float("nan"), 4.0, 0.0, 0.0], dtype=dtype, device=device)
+    logit = lambda x: torch.logit(x, eps=1e-6)  # noqa: E731
+    (gradient,) = torch.autograd.grad(fuser.compile(logit, strict=True)(x).sum(), x)
+    torch.testing.assert_close(gradient, want, equal_nan=True)
+    backward = lambda g, x: torch.ops.aten.logit_backward.default(g, x, 1e-6)  # noqa: E731
+    got = fuser.compile(backward, strict=True)(torch.ones_like(want), x.detach())
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
 def test_layer_norm_over_zero_elements_has_eagers_zero_mean(device):
     x = torch.randn(3, 0, device=device)
     op = torch.ops.aten.native_layer_norm.default
