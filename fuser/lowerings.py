@@ -148,9 +148,20 @@ def _table_entry(overload) -> str:
 
 
 def _stable(value):
-    """A set's repr follows string hashing, which differs per process (PYTHONHASHSEED): sorted, it is
-    the same in every process."""
-    return sorted(value) if isinstance(value, (set, frozenset)) else value
+    """A set's repr follows string hashing, which differs per process (PYTHONHASHSEED): its elements are
+    written sorted, in the repr's own form (so a set of one element reads as it always did)."""
+    if not isinstance(value, (set, frozenset)):
+        return value
+    return _SortedSet(type(value).__name__, sorted(value))
+
+
+@dataclass(frozen=True)
+class _SortedSet:
+    kind: str
+    items: list
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({{{', '.join(map(repr, self.items))}}})" if self.items else f"{self.kind}()"
 
 
 def describe(name: str, arch: str) -> str:
