@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from conformance import perturbation
 from conformance.contexts import WRAPPERS
 from conformance.oracle import TOLERANCES, ULP_BUDGET, UNSPECIFIED_VALUES, compare
 from conformance.samples import Sample, generate, iter_samples
@@ -304,6 +305,9 @@ class Expected:
     grads: list | None = None
     reference_grads: list | None = None
     grad_outputs: list | None = None
+    # The reference's (output, inputs after, gradients) again under perturbations by the working dtype's
+    # rounding (`conformance.perturbation`), computed when the oracle first asks.
+    perturbed: Callable[[], list] | None = None
 
 
 def floating_outputs(output) -> list[torch.Tensor]:
@@ -349,31 +353,39 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
     if not same_structure(meta, output):
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
-    try:
-        # Forward, the reference is float64's exact answer (the oracle rounds it where it needs to);
-        # backward, the gradients of the program as it rounds (see `Program`).
-        widened = fresh_inputs(
-            program.inputs, widen=spec.combine is None, grad=backward, frozen=program.frozen
-        )
-        reference = Program(
-            spec, context, [sample], reference=True, rounded_like=output if backward else None
-        ).function()
-        expected.reference = quietly(reference, *widened)[0]
-        expected.reference_inputs_after = widened
-    except Exception:
-        widened = None  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
     if backward:
         outputs = floating_outputs(output)
         expected.grad_outputs = grad_outputs_for(outputs, seed)
         expected.grads = gradients(outputs, inputs, expected.grad_outputs)
-        if widened is not None and expected.reference is not None:
-            reference_outputs = floating_outputs(expected.reference)
-            if len(reference_outputs) == len(outputs):
+
+    def run_reference() -> tuple:
+        """Forward, the reference is float64's exact answer (the oracle rounds it where it needs to);
+        backward, the gradients of the program as it rounds (see `Program`)."""
+        reference = Program(
+            spec, context, [sample], reference=True, rounded_like=output if backward else None
+        ).function()
+        widened = fresh_inputs(
+            program.inputs, widen=spec.combine is None, grad=backward, frozen=program.frozen
+        )
+        result = quietly(reference, *widened)[0]
+        grads = None
+        if backward:
+            reference_outputs = floating_outputs(result)
+            if len(reference_outputs) == len(expected.grad_outputs):
                 wide = [g.to(torch.float64) for g in expected.grad_outputs]
                 try:
-                    expected.reference_grads = gradients(reference_outputs, widened, wide)
+                    grads = gradients(reference_outputs, widened, wide)
                 except Exception:
-                    expected.reference_grads = None
+                    grads = None
+        return result, widened, grads
+
+    try:
+        expected.reference, expected.reference_inputs_after, expected.reference_grads = run_reference()
+    except Exception:
+        return expected  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
+    expected.perturbed = perturbation.perturbed(
+        run_reference, perturbation.working_dtype([program.inputs, output])
+    )
     return expected
 
 
@@ -479,7 +491,13 @@ def run_case(
             actual_grads = [grads[i] for i in slots]
             masks = None if mask is None else [fit(mask, g) for g in expected.grads]
             verdict = compare(
-                actual_grads, expected.grads, expected.reference_grads, tolerance, masks, forward=False
+                actual_grads,
+                expected.grads,
+                expected.reference_grads,
+                tolerance,
+                masks,
+                forward=False,
+                perturbed=_part(expected.perturbed, 2),
             )
             if not verdict.ok:
                 result.failures.append(f"{where}\n  gradients: {verdict.message}")
@@ -495,6 +513,7 @@ def run_case(
             masks,
             ulp_budget=ulp_budget_for(spec),
             signed_zeros=signs_defined,
+            perturbed=_part(expected.perturbed, 0),
         )
         if verdict.ulps != (0.0, 0.0):
             seen = result.ulps or (0.0, 0.0)
@@ -511,12 +530,20 @@ def run_case(
             tolerance,
             None if mask is None else [fit(mask, value) for value in expected.inputs_after],
             signed_zeros=signs_defined,
+            perturbed=_part(expected.perturbed, 1),
         )
         if not verdict.ok:
             problems.append(f"  inputs after the call: {verdict.message}")
         if problems:
             result.failures.append("\n".join([where, *problems]))
     return result
+
+
+def _part(perturbed: Callable[[], list] | None, index: int) -> Callable[[], list] | None:
+    """One part (output, inputs after or gradients) of each perturbed reference, still lazily."""
+    if perturbed is None:
+        return None
+    return lambda: [run[index] for run in perturbed()]
 
 
 def random_failures(spec, context, backward, kept, batch, outputs, grads, inputs, compiled) -> list[str]:

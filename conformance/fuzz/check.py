@@ -27,6 +27,7 @@ import torch
 import torch._dynamo
 from torch.utils._pytree import tree_leaves
 
+from conformance import perturbation
 from conformance.fuzz.program import Program
 from conformance.oracle import TOLERANCES, compare
 from conformance.runner import (
@@ -95,6 +96,23 @@ def meta_mismatch(function: Callable, made: list, expected) -> str | None:
     return None
 
 
+def _reference(program: Program, made: list, expected, backward: bool) -> tuple:
+    """The float64 reference, computed afresh: (its inputs after the call, its outputs, and its
+    gradients, None where there are none)."""
+    wide_inputs = fresh_inputs(made, widen=True, grad=backward)
+    reference = _quietly(program.function(widened=True), *wide_inputs)
+    reference_grads = None
+    if backward:
+        expected_outputs, wide_outputs = floating_outputs(expected), floating_outputs(reference)
+        if len(wide_outputs) == len(expected_outputs):
+            wide = [g.to(torch.float64) for g in grad_outputs_for(expected_outputs, program.seed)]
+            try:
+                reference_grads = gradients(wide_outputs, wide_inputs, wide)
+            except Exception:
+                reference_grads = None
+    return wide_inputs, reference, reference_grads
+
+
 def check(program: Program, backend: str, device: str = "cpu", backward: bool = True) -> Outcome:
     backward = backward and program.differentiable
     function = program.function()
@@ -115,10 +133,13 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
         except Exception:  # eager has no backward for this program: judge the forward alone
             return check(program, backend, device, backward=False)
     try:
-        wide_inputs = fresh_inputs(made, widen=True, grad=backward)
-        reference = _quietly(program.function(widened=True), *wide_inputs)
+        wide_inputs, reference, reference_grads = _reference(program, made, expected, backward)
     except Exception:
-        wide_inputs, reference = None, None  # no float64 kernel for some op: no second opinion
+        wide_inputs, reference, reference_grads = None, None, None  # no float64 kernel: no second opinion
+    # The reference again under perturbations by the working dtype's rounding, run only if needed.
+    perturbed = perturbation.perturbed(
+        lambda: _reference(program, made, expected, backward), perturbation.working_dtype(made)
+    )
 
     counting = CountingBackend(resolve_backend(backend))
     fuser = _fuser_counters() if backend == "fuser" else None
@@ -151,23 +172,25 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
 
     tolerance = tolerance_for(program)
     problems = []
-    verdict = compare(actual, expected, reference, tolerance)
+    verdict = compare(
+        actual, expected, reference, tolerance, perturbed=lambda: [run[1] for run in perturbed()]
+    )
     if not verdict.ok:
         problems.append(f"outputs: {verdict.message}")
-    after = compare(inputs, eager_inputs, wide_inputs, tolerance)
+    after = compare(
+        inputs, eager_inputs, wide_inputs, tolerance, perturbed=lambda: [run[0] for run in perturbed()]
+    )
     if not after.ok:
         problems.append(f"inputs after the call: {after.message}")
     if backward:
-        reference_grads = None
-        if reference is not None:
-            wide_outputs = floating_outputs(reference)
-            if len(wide_outputs) == len(expected_outputs):
-                wide = [g.to(torch.float64) for g in grad_outputs_for(expected_outputs, program.seed)]
-                try:
-                    reference_grads = gradients(wide_outputs, wide_inputs, wide)
-                except Exception:
-                    reference_grads = None
-        verdict = compare(grads, expected_grads, reference_grads, tolerance, forward=False)
+        verdict = compare(
+            grads,
+            expected_grads,
+            reference_grads,
+            tolerance,
+            forward=False,
+            perturbed=lambda: [run[2] for run in perturbed()],
+        )
         if not verdict.ok:
             problems.append(f"gradients: {verdict.message}")
     if not problems:

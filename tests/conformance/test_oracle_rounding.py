@@ -1,0 +1,236 @@
+"""The oracle where rounding alone moves a result far: at overflow, and in a program that amplifies a
+rounding error (`conformance.perturbation`). Each relaxed rule passes the situation the validation batch
+failed (2026-11-27), and still fails a planted miscompile of the same shape."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import fuser.codegen
+from conformance import perturbation
+from conformance.oracle import TOLERANCES, compare
+from conformance.runner import _rounded_like
+
+F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
+
+
+def fused(function):
+    torch._dynamo.reset()
+    return torch.compile(function, backend="fuser", dynamic=False)
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    """Plants a miscompile: `op`'s lowering multiplied by `factor` (a few ulps, say)."""
+
+    def plant(op, factor: float) -> None:
+        table = fuser.codegen.POINTWISE_BY_OVERLOAD
+        entry = table[op]
+        render = entry.render
+        wrong = dataclasses.replace(entry, render=lambda *a, **k: f"(({render(*a, **k)}) * {factor!r})")
+        monkeypatch.setitem(table, op, wrong)
+
+    return plant
+
+
+def values(*numbers, dtype=F32):
+    return torch.tensor(numbers, dtype=torch.float64).to(dtype)
+
+
+def spread_of(*runs):
+    """Perturbed references given as numbers."""
+    return lambda: [values(*run, dtype=torch.float64) for run in runs]
+
+
+# --- an overflow that rounding explains -------------------------------------------------------------
+
+
+def test_an_infinity_where_the_reference_is_within_tolerance_of_the_overflow_threshold_passes():
+    # tan's float16 gradient (validation, 2026-11-27): float64 says -65509.8, which rounds to -65504;
+    # computed one rounding less exactly, it is past -65520 and rounds to -inf.
+    verdict = compare(
+        values(-float("inf"), dtype=F16),
+        values(-65504.0, dtype=F16),
+        values(-65509.84, dtype=torch.float64),
+        forward=False,
+    )
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize(
+    "compiled, reference",
+    [(-float("inf"), -60000.0), (float("inf"), -65509.84), (-float("inf"), 65509.84)],
+    ids=["an overflow far below the threshold", "the wrong sign", "the wrong sign, near the threshold"],
+)
+def test_a_wrong_overflow_still_fails(compiled, reference):
+    eager = values(reference, dtype=F16)
+    verdict = compare(
+        values(compiled, dtype=F16), eager, values(reference, dtype=torch.float64), forward=False
+    )
+    assert not verdict.ok
+
+
+# --- a finite result where eager overflowed -------------------------------------------------------
+
+
+def reciprocal_gradient(function, x: torch.Tensor, g: torch.Tensor, rounded: bool = False) -> torch.Tensor:
+    x = x.detach().requires_grad_()
+    y = function(x)
+    if rounded:  # the reference rounds the op's result as the program does (conformance.runner.Program)
+        y = _rounded_like(y, torch.empty((), dtype=F16))
+    y.backward(g)
+    return x.grad
+
+
+# reciprocal's float16 gradient -g * (1/x)**2: eager's (1/x)**2 overflows, the fused kernel's does not.
+X, G = values(0.003818511962890625, 0.5, dtype=F16), values(0.486083984375, -1.25, dtype=F16)
+
+
+def reciprocal_case():
+    eager = reciprocal_gradient(torch.reciprocal, X, G)
+    reference = reciprocal_gradient(torch.reciprocal, X.double(), G.double(), rounded=True)
+    perturbed = perturbation.perturbed(
+        lambda: reciprocal_gradient(torch.reciprocal, X.double(), G.double(), rounded=True), F16
+    )
+    return eager, reference, perturbed
+
+
+def test_a_finite_gradient_where_eager_overflowed_may_be_off_by_what_rounding_alone_can_do():
+    eager, reference, perturbed = reciprocal_case()
+    compiled = reciprocal_gradient(fused(torch.reciprocal), X, G)
+    assert not eager[0].isfinite() and compiled[0].isfinite()
+    # 1.2 ulps from float64 (-33376 for -33336.7): beyond rtol, which alone failed it (validation, 2026-11-27)
+    assert not compare(compiled, eager, reference, forward=False).ok
+    verdict = compare(compiled, eager, reference, forward=False, perturbed=perturbed)
+    assert verdict.ok, verdict.message
+
+
+def test_a_gradient_two_ulps_off_where_eager_overflowed_still_fails(planted):
+    eager, reference, perturbed = reciprocal_case()
+    planted(torch.ops.aten.mul.Tensor, 1 + 2 * 2**-10)
+    compiled = reciprocal_gradient(fused(torch.reciprocal), X, G)
+    assert compiled[1] != eager[1]  # the plant reached the kernel
+    # Judged where eager overflowed alone: the relaxed rule itself must catch it.
+    verdict = compare(
+        compiled[:1], eager[:1], reference[:1], forward=False, perturbed=lambda: [p[:1] for p in perturbed()]
+    )
+    assert not verdict.ok
+    assert "finite where eager's are not" in verdict.message
+
+
+def test_a_finite_result_where_eager_overflowed_far_beyond_rounding_still_fails():
+    # gelu_ then addcdiv_ by the gelu (fuzz repro 1429bc20f143): the fused gelu's 1 + erf cancels to one
+    # ulp of 1, twice the true value, so the quotient is half float64's; rounding moves it by 1e-7 of it.
+    reference = values(-34698931.29872093, dtype=torch.float64)
+    runs = spread_of([-34698945.7], [-34698879.7])
+    verdict = compare(values(-17524438.0), values(-float("inf")), reference, perturbed=runs)
+    assert not verdict.ok
+    assert "finite where eager's are not" in verdict.message
+
+
+# --- a program that amplifies a rounding error ------------------------------------------------------
+
+
+def chain(x: torch.Tensor) -> torch.Tensor:
+    return torch.cos(torch.cosh(torch.exp2(x)))
+
+
+def with_gradient(function, x: torch.Tensor) -> list[torch.Tensor]:
+    x = x.detach().requires_grad_()
+    y = function(x)
+    y.backward(torch.ones_like(y))
+    return [y.detach(), x.grad]
+
+
+# cos(cosh(exp2(x))) at x = 2.41 reads a cosh of 101.6: an ulp of exp2 is six of cosh and 180 of cos, and
+# the fused exp2 is 0.85 ulps off where eager's is 0.15 (fuzz repro 44fd98e41568).
+AMPLIFIED = torch.tensor(2.4098281860351562)
+
+
+def amplified_case():
+    eager, reference = with_gradient(chain, AMPLIFIED), with_gradient(chain, AMPLIFIED.double())
+    return eager, reference, perturbation.perturbed(lambda: with_gradient(chain, AMPLIFIED.double()), F32)
+
+
+def test_a_one_ulp_difference_that_the_program_amplifies_passes():
+    eager, reference, perturbed = amplified_case()
+    compiled = with_gradient(fused(chain), AMPLIFIED)
+    tolerance = TOLERANCES[F32]
+    assert not compare(compiled, eager, reference, tolerance, forward=False).ok  # rule 7 alone failed it
+    verdict = compare(compiled, eager, reference, tolerance, forward=False, perturbed=perturbed)
+    assert verdict.ok, verdict.message
+
+
+def test_an_amplified_two_ulp_error_still_fails(planted):
+    eager, reference, perturbed = amplified_case()
+    planted(torch.ops.aten.exp2.default, 1 + 2 * 2**-23)
+    compiled = with_gradient(fused(chain), AMPLIFIED)
+    verdict = compare(compiled, eager, reference, TOLERANCES[F32], forward=False, perturbed=perturbed)
+    assert not verdict.ok
+    assert "than rounding in the working dtype can move it" in verdict.message
+
+
+# --- a result the working dtype does not determine ----------------------------------------------------
+
+
+def acos_tan(x: torch.Tensor) -> torch.Tensor:
+    return torch.tan(torch.acos(x))
+
+
+# tan(acos(0)) is tan of pi/2: float64 says 1.6e16; one rounding of acos's result either way flips the
+# sign (float16 2066, float32 -2.3e7: -inf in float16). At 0.9 and 0.95 it is well-conditioned.
+UNDETERMINED = values(0.0, 0.9, 0.95, dtype=F16)
+
+
+def undetermined_case():
+    reference = acos_tan(UNDETERMINED.double())
+    return (
+        acos_tan(UNDETERMINED),
+        reference,
+        perturbation.perturbed(lambda: acos_tan(UNDETERMINED.double()), F16),
+    )
+
+
+def test_a_result_whose_sign_one_rounding_decides_is_not_compared():
+    eager, reference, perturbed = undetermined_case()
+    compiled = fused(acos_tan)(UNDETERMINED)
+    assert compiled[0] == -float("inf") and eager[0] == 2066.0
+    assert not compare(compiled, eager, reference).ok  # the class rule alone failed it
+    verdict = compare(compiled, eager, reference, perturbed=perturbed)
+    assert verdict.ok, verdict.message
+
+
+def test_a_wrong_tan_still_fails_where_the_result_is_determined(planted):
+    eager, reference, perturbed = undetermined_case()
+    planted(torch.ops.aten.tan.default, 1 + 4 * 2**-10)
+    verdict = compare(fused(acos_tan)(UNDETERMINED), eager, reference, perturbed=perturbed)
+    assert not verdict.ok
+
+
+# --- where eager has no answer either ---------------------------------------------------------------
+
+
+def test_an_infinity_where_eager_has_nan_and_float64_a_number_of_its_sign_passes():
+    # lgamma(erfc(x)) in bfloat16, its gradient (fuzz repro da12ee0675e9): erfc(9.6) underflows, eager's
+    # digamma(0) * erfc'(x) is -inf * -0 = nan, the fused kernel's erfc' is a float32 subnormal: +inf.
+    verdict = compare(
+        values(float("inf"), dtype=BF16),
+        values(float("nan"), dtype=BF16),
+        values(68.67, dtype=torch.float64),
+        forward=False,
+    )
+    assert verdict.ok, verdict.message
+
+
+def test_an_infinity_of_the_wrong_sign_where_eager_has_nan_still_fails():
+    verdict = compare(
+        values(-float("inf"), dtype=BF16),
+        values(float("nan"), dtype=BF16),
+        values(68.67, dtype=torch.float64),
+        forward=False,
+    )
+    assert not verdict.ok
+    assert "nan/inf" in verdict.message
