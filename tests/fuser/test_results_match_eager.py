@@ -241,6 +241,16 @@ def test_float64_erfinv_stays_within_eight_ulps_of_eager_near_plus_and_minus_one
     assert ulps.max() <= 8, f"{ulps.max().item():.0f} ulps at y = {y[ulps.argmax()].item()!r}"
 
 
+def test_float16_atan_equals_eagers_at_every_finite_float16_value(device):
+    # Eager's is correctly rounded at all of them. A float32 atan one ulp off can land on a float16
+    # midpoint and round the wrong way (NumPy's, under the interpreter, at 9.359375 and its negative),
+    # which moved a tie of amax(atan(x)) and so its gradient (the conformance full tier, into_reduction).
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.float16)
+    x = every[torch.isfinite(every)].to(device)
+    got = fuser.compile(torch.atan, strict=True)(x)
+    assert torch.equal(got, torch.atan(x)), f"differs at x = {x[got != torch.atan(x)].tolist()}"
+
+
 def test_layer_norm_over_zero_elements_has_eagers_zero_mean(device):
     x = torch.randn(3, 0, device=device)
     op = torch.ops.aten.native_layer_norm.default
