@@ -212,6 +212,8 @@ class Program:
         if rounded_like is not None:
             unrounded = self.namespace["wrap_out"]
             self.namespace["wrap_out"] = lambda y: unrounded(_rounded_like(y, rounded_like))
+            if reference and spec.combine is not None:
+                self.namespace["op"] = _rounded_to_eager(spec.overload, self.samples[0])
 
     def function(self) -> Callable:
         namespace = dict(self.namespace)
@@ -240,6 +242,22 @@ class _Rounded(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         return grad, None
+
+
+def _rounded_to_eager(overload, sample: Sample) -> Callable:
+    """The op on the reference's float64 inputs, its result rounded to the dtype eager's op gives for
+    `sample` (a fill of 0.1 means bfloat16's 0.1), the gradient passing through exactly: a spec with
+    `combine`, backward, so that its gradients are float64's rather than accumulated in the op's dtype."""
+    like = overload(*_copies(sample.args), **{k: _copies([v])[0] for k, v in sample.kwargs.items()})
+
+    def op(*args, **kwargs):
+        return _rounded_like(overload(*args, **kwargs), like)
+
+    return op
+
+
+def _copies(values) -> list:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _rounded_like(value, like):
@@ -365,7 +383,7 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
             spec, context, [sample], reference=True, rounded_like=output if backward else None
         ).function()
         widened = fresh_inputs(
-            program.inputs, widen=spec.combine is None, grad=backward, frozen=program.frozen
+            program.inputs, widen=spec.combine is None or backward, grad=backward, frozen=program.frozen
         )
         result = quietly(reference, *widened)[0]
         grads = None

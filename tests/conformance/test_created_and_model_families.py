@@ -31,6 +31,22 @@ def test_the_reference_of_a_created_tensor_keeps_its_dtypes_rounding():
     assert equal[0].item()
 
 
+def test_the_gradient_reference_of_a_combined_op_is_float64s():
+    # masked_fill(x, mask, v) met by x: a = r - x and b = r * x. Eager adds the gradient's pieces in
+    # bfloat16 (5 % off at x = 1.32); the reference did the same, as it ran the op on bfloat16 inputs, and
+    # failed the fuser's exact float32 sum (issue 27). Now its gradient is float64's.
+    spec = SPECS["aten.masked_fill.Scalar"]
+    x = (torch.linspace(-3, 3, 259, dtype=torch.float64) ** 3).to(torch.bfloat16).reshape(37, 7)
+    mask = torch.arange(259).reshape(37, 7) % 3 == 0
+    expected = expect(spec, "alone", Sample((x, mask, -0.0), {}, "probe", x), True, 0)
+    g_a, g_b = (g.double() for g in expected.grad_outputs)
+    wide, keep = x.double(), (~mask).double()
+    r = wide * keep
+    exact = g_a * (keep - 1) + g_b * (keep * wide + r)
+    assert torch.equal(expected.reference_grads[0], exact)
+    assert not torch.equal(expected.grads[0].double(), exact)  # eager's own sum is rounded
+
+
 def test_a_case_whose_op_the_backend_never_received_fails_unless_the_spec_says_why():
     # nonzero has a data-dependent shape: Dynamo runs it eagerly behind a graph break.
     told = SPECS["aten.nonzero.default"]
