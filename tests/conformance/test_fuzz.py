@@ -274,3 +274,25 @@ def test_the_reference_of_an_op_with_a_dtype_computes_in_float64():
     rounded = (x * 3.0).double()  # the input the program asks log_softmax to read: 3x in float32
     torch.testing.assert_close(reference, torch.log_softmax(rounded, -1), rtol=0, atol=0)
     assert (reference - eager.double()).abs().max() > 0  # eager's float32 arithmetic is not the reference
+
+
+def test_the_reference_of_an_integer_input_promoted_to_a_float_computes_in_float64():
+    # Found by the validation batch (2026-11-27): cosh of an int64 tensor gives the default dtype, so the
+    # float64 reference computed it in float32 exactly as eager did, and cos of that (an argument in the
+    # tens of thousands) judged a fused cosh one ulp away 0.67 off.
+    from conformance.fuzz.check import _reference
+
+    program = Program(
+        inputs=(Input((3, 3), "int64", "contiguous", False),),
+        nodes=(Node("aten.cosh.default", (Operand(0),)), Node("aten.cos.default", (Operand(1),))),
+        outputs=(2,),
+        dtypes=("int64", "float32", "float32"),
+        differentiable=False,
+    )
+    made = program.make_inputs()
+    (eager,) = program.function()(*made)
+    _, (reference,), _ = _reference(program, made, (eager,), backward=False)
+    assert reference.dtype == torch.float64
+    exact = torch.cos(torch.cosh(made[0].double()))
+    torch.testing.assert_close(reference, exact, rtol=0, atol=0)
+    assert torch.get_default_dtype() == torch.float32  # restored
