@@ -336,7 +336,10 @@ class _Rounding:
 def _overflow_threshold(dtype: torch.dtype) -> float:
     """The magnitude from which a value rounds to infinity in `dtype`: its max plus half an ulp of it."""
     info = torch.finfo(dtype)
-    return info.max + info.eps / 2 * 2.0 ** math.floor(math.log2(info.max))
+    _, exponent = math.frexp(
+        info.max
+    )  # max = m * 2**exponent, 0.5 <= m < 1: its ulp is eps * 2**(exponent-1)
+    return info.max + math.ldexp(info.eps / 2, exponent - 1)  # float64's: inf (2.0**1024 would raise)
 
 
 def _compare_floats(a, e, reference, tolerance, path: str, rounding: _Rounding | None = None) -> str:
