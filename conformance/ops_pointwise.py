@@ -65,6 +65,13 @@ _INF = ("inf", "-inf")
 _LOGIT_NAN = "eager's scalar loop gives nan, its vectorized loop 0 (float16 to float64, torch 2.13)"
 _EAGER_DEVICES_DISAGREE_AT_INF = "at self = ±inf eager's CPU kernel gives ±inf, its CUDA kernel nan"
 UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
+    # copysign reads the sign of `other`; where `other` is a nan that eager's own ops made (the
+    # from_reduction context's amax: its CPU vectorized loop returns x86's default nan, sign bit set),
+    # that sign is the implementation's (IEEE 754 leaves an operation's nan sign unspecified).
+    "copysign": (
+        {"fwd": {"other": _NAN}, "bwd": {"other": _NAN}},
+        "at a nan other: the sign of a nan eager's amax makes is x86's default (set), the input's was not",
+    ),
     "hardtanh_backward": (
         {"fwd": {"self": _NAN, "min_val": _NAN, "max_val": _NAN}},
         f"at a nan self, min_val or max_val {_SCALAR_GRAD} 0",

@@ -4,7 +4,7 @@ architecture (issue 14: "make sure the gate workloads' ops are validated first")
     python tools/workload_ops.py --device cuda --size gpu_tiny     # one op a line, sorted
     python tools/workload_ops.py --device cuda --size gpu_tiny --unvalidated   # those with no fresh entry
 
-Each workload runs once through the fuser as the perf gate compiles it (unvalidated ops fused on purpose),
+Each workload runs once through the fuser with every lowering on (the gate itself runs the defaults),
 and the aten ops its kernels cover are collected from `fuser.collecting()`'s reports. With `--json` the
 ops come with the workloads that use them.
 """
@@ -21,7 +21,6 @@ import torch
 
 import fuser
 from fuser import validation
-from perfgate.backends import compile_with_fuser
 from perfgate.workloads import SIZES, WORKLOADS, Step
 
 # A kernel's `covers` line: "name = aten.op.overload(args)".
@@ -31,7 +30,8 @@ COVERED_OP = re.compile(r"=\s*((?:aten|prims)\.[\w.]+)\(")
 def ops_of(workload_name: str, size: str, device: str) -> set[str]:
     workload = WORKLOADS[workload_name]
     inputs = workload.inputs(size, device)
-    compiled = compile_with_fuser(workload.program)  # as the perf gate compiles it, unvalidated ops fused
+    # Every lowering on (the gate itself runs the defaults): which ops its kernels would cover.
+    compiled = fuser.compile(workload.program, dynamic=False, unvalidated="fuse")
     with fuser.collecting() as graphs:
         Step(workload, compiled, inputs)()
     ops = set()

@@ -10,21 +10,40 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conformance.catalog import SPECS
 from conformance.report import CaseResult, _totals_line
 from conformance.runner import run_case
+from fuser import validation
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def without_entry(op: str, folder: Path) -> Path:
+    """A copy of the shipped cpu manifest without `op`'s entry (the shipped one validates every op)."""
+    blocks = validation.manifest_path("cpu").read_text().split("[[op]]")
+    folder.mkdir()
+    (folder / "cpu.toml").write_text("[[op]]".join(b for b in blocks if f'op = "{op}"' not in b))
+    return folder
+
+
+@pytest.fixture
+def hypot_unvalidated(tmp_path, monkeypatch) -> Path:
+    """The gate on, and hypot with no cpu entry."""
+    monkeypatch.delenv("FUSER_UNVALIDATED", raising=False)
+    monkeypatch.setattr(validation, "MANIFEST_DIR", without_entry("aten.hypot.default", tmp_path / "m"))
+    validation.reload()
+    yield validation.MANIFEST_DIR
+    monkeypatch.undo()
+    validation.reload()
 
 
 def _run(op: str) -> str:
     return run_case(SPECS[op], "float32", "alone", "fwd", "fuser", "cpu", "quick").left_eager
 
 
-def test_an_op_the_gate_leaves_eager_is_reported(monkeypatch):
-    # The manifest gate on; hypot has no cpu entry yet (once every op is validated, these tests need a
-    # manifest without it).
-    monkeypatch.delenv("FUSER_UNVALIDATED", raising=False)
+def test_an_op_the_gate_leaves_eager_is_reported(hypot_unvalidated):
     assert "not validated on cpu" in _run("aten.hypot.default")
 
 
@@ -48,8 +67,7 @@ def test_the_totals_line_counts_them():
     assert "1 of them ran the op eagerly inside the backend" in line
 
 
-def test_only_a_validation_reason_makes_a_case_not_validated(monkeypatch):
-    monkeypatch.delenv("FUSER_UNVALIDATED", raising=False)
+def test_only_a_validation_reason_makes_a_case_not_validated(hypot_unvalidated, monkeypatch):
     assert run_case(
         SPECS["aten.hypot.default"], "float32", "alone", "fwd", "fuser", "cpu", "quick"
     ).not_validated
@@ -61,7 +79,7 @@ def test_only_a_validation_reason_makes_a_case_not_validated(monkeypatch):
 
 
 def test_a_wrong_lowering_of_an_unvalidated_op_is_never_a_green_pass(tmp_path):
-    # As a user runs it, without the opt-in: hypot is not validated on cpu, so the fuser runs it eagerly and
+    # As a user runs it, without the opt-in: hypot has no cpu entry here, so the fuser runs it eagerly and
     # eager matches eager. Each case fails as not validated, a ledgered one too (its expected failure did
     # not happen: nothing was tested), and the report counts them apart.
     ledger = tmp_path / "expected_failures.toml"
@@ -71,6 +89,7 @@ def test_a_wrong_lowering_of_an_unvalidated_op_is_never_a_green_pass(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "FUSER_UNVALIDATED"}
     env |= {"FUSER_STRICT": "1", "FUSER_TESTING_WRONG_LOWERING": "aten.hypot.default"}
+    env["FUSER_MANIFEST_DIR"] = str(without_entry("aten.hypot.default", tmp_path / "m"))
     options = ["--op", "aten.hypot.default", "--dtype", "float32,bfloat16", "--context", "alone"]
     options += ["--direction", "fwd", "--ledger", str(ledger), "--conformance-report", str(tmp_path)]
     command = [sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p", "no:cacheprovider", "-q"]

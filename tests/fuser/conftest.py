@@ -1,9 +1,10 @@
 """Every test here checks the fuser's kernels, so an op the fuser left eager because the validation
 manifest does not enable it fails the test: unchecked, that test would compare eager with eager and pass.
 
-Today tests/conftest.py opts in (FUSER_UNVALIDATED=fuse) and this never fires; once the opt-in goes
-(issue 27: the default is what is tested), it names each op that is not validated for the test's
-architecture and dtype. Tests of the gate itself are marked `validation_gate`.
+The tests run with no opt-in (issue 27: the default is what is tested), so this names each op that is
+not validated for the test's architecture and dtype. Tests of the gate itself are marked
+`validation_gate`; a test that checks a lowering the manifest leaves out on purpose is marked
+`opt_in_unvalidated("why")` (tests/conftest.py), and so fuses it.
 """
 
 from __future__ import annotations

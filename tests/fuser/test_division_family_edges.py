@@ -12,6 +12,11 @@ import torch
 
 import fuser
 
+# fmod and remainder in float32 and float64 are left out of the cpu manifest by eager's vectorized fmod
+# (ledgered: it gives nan where the exact remainder is finite); these tests hold the lowering to eager's
+# scalar answers at the edges, so they opt in.
+pytestmark = pytest.mark.opt_in_unvalidated("fmod/remainder floats, left out of the manifest by eager's fmod")
+
 FLOATS = [torch.float32, torch.float64, torch.bfloat16]
 
 

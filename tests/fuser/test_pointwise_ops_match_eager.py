@@ -34,6 +34,11 @@ import torch
 import fuser
 from fuser.ops import POINTWISE_BY_OVERLOAD, POINTWISE_OPS, Accepts, PointwiseOp
 
+# Every lowering in every dtype it accepts, against eager at awkward values: the dtypes the cpu manifest
+# leaves out included (integer inputs of float ops, which the conformance suite does not take; fmod's
+# floats, which eager's vectorized fmod keeps out: ledgered), so these tests opt in.
+pytestmark = pytest.mark.opt_in_unvalidated("every lowering in every dtype it accepts, validated or not")
+
 SHAPE = (37, 5)
 NUMEL = SHAPE[0] * SHAPE[1]
 FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)

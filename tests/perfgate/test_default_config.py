@@ -53,27 +53,9 @@ def warm_call_launches(workload_name: str, **options) -> tuple[dict[str, int], s
     return launched, unvalidated(graphs)
 
 
-# Workloads with an op that failed its cpu validation (docs/records/validate-cpu-batch-2026-11-27.md):
-# that op runs eagerly by default, as it must, until its bug (or the oracle's) is fixed and it validates.
-# Strict: the day it validates, the case passes and the mark must go.
-FAILED_VALIDATION = {
-    "adam_step": "addcdiv (a fuzz program where eager overflows to -inf), reciprocal (float16 backward)",
-    "add_layer_norm": "rsqrt (half-precision backward on the largest sample)",
-    "add_layer_norm_backward": "rsqrt (half-precision backward on the largest sample)",
-    "rms_norm": "rsqrt (half-precision backward on the largest sample)",
-    "bias_gelu": "gelu (a fuzz program where eager overflows to -inf)",
-    "mlp_block": "gelu (a fuzz program where eager overflows to -inf)",
-}
-
-
-def _expected_to_fail(name: str):
-    if name not in FAILED_VALIDATION:
-        return name
-    reason = f"failed its cpu validation, so eager by default: {FAILED_VALIDATION[name]}"
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
-@pytest.mark.parametrize("name", [_expected_to_fail(n) for n in sorted(WORKLOADS)])
+# Every workload's ops are validated on cpu (their fixes: docs/records/validate-cpu-batch-2026-11-27.md),
+# so the defaults launch what opting in launches; a stale or failed entry fails this, naming the op.
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_with_no_opt_in_a_gate_workload_launches_as_many_kernels_as_with_fuse(name):
     fused, _ = warm_call_launches(name, unvalidated="fuse")
     default, left_eager = warm_call_launches(name)

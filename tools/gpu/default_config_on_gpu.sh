@@ -19,7 +19,6 @@ cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/default-config}
 TIER=${TIER:-gpu}
 unset FUSER_UNVALIDATED  # nothing set: the fuser's defaults (the opted-in processes set it themselves)
-NO_OPT_IN=1              # gpu_setup exports no opt-in for this script
 source tools/gpu_lib.sh
 gpu_setup
 if [[ $TIER == gpu ]]; then

@@ -8,7 +8,7 @@
 # $OUT/validate-state.tar.gz (the batch's progress state and per-op logs).
 set -uo pipefail
 source tools/gpu_lib.sh
-NO_OPT_IN=1 gpu_setup
+gpu_setup
 versions | tee "$OUT/versions.txt"
 WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}
 step validate "${VALIDATE_S:-540}" 5 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
