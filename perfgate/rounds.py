@@ -24,6 +24,9 @@ from perfgate.metrics import Sample
 from perfgate.trees import GateError, Tree
 
 PROCESS_TIMEOUT_S = 1800
+GROUP_EXIT_S = 10  # how long `_stop` waits for a killed process group to be gone
+# The gate stops on these (cli.py: SIGTERM unwinds as Ctrl-C does); held while a process starts.
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 # workload -> metric -> one sample per process (None where the metric could not be measured)
 Samples = dict[str, dict[str, list[Sample | None]]]
 
@@ -63,22 +66,48 @@ def _start(command: list[str], tree: Tree, stdout: int) -> subprocess.Popen:
 
 
 def _stop(process: subprocess.Popen) -> None:
+    """Kills the process's group and waits until every member is gone: a grandchild (valgrind's child)
+    is not ours to wait for, and under load it can outlive our child for a while, still running in the
+    worktree the gate is about to remove."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    deadline = time.monotonic() + GROUP_EXIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)  # raises once no process of the group is left
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _stops_held():
+    """The gate's stop signals wait until the block ends: a process started inside it is on the caller's
+    list before a stop can unwind (a stop between a start and its `finally` left a process running). The
+process starts with them blocked too, which is harmless: `_stop` kills with SIGKILL."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[int, str]:
-    process = _start(command, tree, subprocess.PIPE)
-    if cpus:  # before the interpreter has started any thread: they all inherit it
-        with contextlib.suppress(ProcessLookupError):
-            os.sched_setaffinity(process.pid, cpus)
+    started: list[subprocess.Popen] = []
     try:
+        with _stops_held():
+            started.append(_start(command, tree, subprocess.PIPE))
+        (process,) = started
+        if cpus:  # before the interpreter has started any thread: they all inherit it
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(process.pid, cpus)
         output, _ = process.communicate(timeout=PROCESS_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise GateError(f"the {tree.role} tree's measuring process ran past {PROCESS_TIMEOUT_S} s") from None
     finally:
-        _stop(process)
+        for process in started:
+            _stop(process)
     return process.returncode, output
 
 
@@ -114,11 +143,13 @@ class Rounds:
         try:
             for number, (tree, name) in enumerate((t, n) for t in self.order for n in workloads):
                 while len(running) >= processes:
-                    running.pop(0).wait(timeout=PROCESS_TIMEOUT_S)
+                    running[0].wait(timeout=PROCESS_TIMEOUT_S)  # then off the list: a stop still finds it
+                    running.pop(0)
                 spec = self.scratch / f"warm-{number}-{tree.role}-{name}.json"
                 spec.write_text(json.dumps(self.spec | {"workloads": [name], "warm": True}))
                 command = [sys.executable, "-m", "perfgate.worker", str(spec), f"{spec}.out"]
-                running.append(_start(command, tree, subprocess.DEVNULL))
+                with _stops_held():
+                    running.append(_start(command, tree, subprocess.DEVNULL))
             for process in running:
                 process.wait(timeout=PROCESS_TIMEOUT_S)
         finally:
