@@ -72,6 +72,13 @@ UNSPECIFIED: dict[str, tuple[dict[str, dict[str, tuple[str, ...]]], str]] = {
         {"fwd": {"other": _NAN}, "bwd": {"other": _NAN}},
         "at a nan other: the sign of a nan eager's amax makes is x86's default (set), the input's was not",
     ),
+    # signbit reads the sign of its input: where that is a nan eager's own ops made (the contexts' amax;
+    # bfloat16's -(-x), whose scalar loop canonicalizes a nan and whose vectorized loop flips it), the
+    # sign is the implementation's.
+    "signbit": (
+        {"fwd": {"self": _NAN}},
+        "at a nan self: the sign of a nan eager's amax or bfloat16 negation makes is the implementation's",
+    ),
     "hardtanh_backward": (
         {"fwd": {"self": _NAN, "min_val": _NAN, "max_val": _NAN}},
         f"at a nan self, min_val or max_val {_SCALAR_GRAD} 0",

@@ -131,6 +131,26 @@ def plan_and_generate(graph: fx.Graph, options: Options, bound: set) -> tuple[Pl
             return plan, generated
 
 
+ARG_REDUCTIONS = (torch.ops.aten.argmax.default, torch.ops.aten.argmin.default)
+
+
+def _bool_arg_reductions_as_uint8(graph: fx.Graph) -> None:
+    """argmax/argmin over a bool tensor read it as uint8 (the same first index of the extreme). Traced
+    programs make them (torch's cumprod backward: argmax of x == 0), and eager has no bool kernel: left
+    eager, as an op not validated for bool is, the program raised."""
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in ARG_REDUCTIONS:
+            continue
+        source = node.args[0]
+        value = source.meta.get("val") if isinstance(source, fx.Node) else None
+        if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+            continue
+        with graph.inserting_before(node):
+            cast = graph.call_function(torch.ops.prims.convert_element_type.default, (source, torch.uint8))
+        cast.meta["val"] = value.to(torch.uint8)
+        node.replace_input_with(source, cast)
+
+
 # A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo
 # is compiling: Dynamo must not trace the compiler itself.
 @torch.compiler.disable
@@ -139,6 +159,7 @@ def compile_graph(
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
     graph = miscompiles.rewrite("graph", graph_module.graph, backward=backward)  # testing only
+    _bool_arg_reductions_as_uint8(graph)
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     if options.fuse and options.horizontal:

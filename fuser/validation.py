@@ -215,6 +215,9 @@ def obstacle(op: str, dtype: torch.dtype, device: torch.device) -> str | None:
     if not entry.fresh:
         return f"its {arch} validation is stale (the lowering changed since {entry.date}); {hint}"
     name = DTYPE_NAMES.get(dtype, str(dtype))
+    lowered = lowerings().get(op)
+    if lowered is not None and name not in lowered.dtypes:
+        return None  # not lowered for this dtype: the lowering leaves it eager, with its own reason
     if name not in entry.dtypes:
         return f"not validated on {arch} for {name} (validated: {', '.join(entry.dtypes)}); {hint}"
     return None
