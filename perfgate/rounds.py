@@ -85,7 +85,7 @@ def _stop(process: subprocess.Popen) -> None:
 def _stops_held():
     """The gate's stop signals wait until the block ends: a process started inside it is on the caller's
     list before a stop can unwind (a stop between a start and its `finally` left a process running). The
-process starts with them blocked too, which is harmless: `_stop` kills with SIGKILL."""
+    process starts with them blocked too, which is harmless: `_stop` kills with SIGKILL."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
