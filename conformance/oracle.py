@@ -334,12 +334,12 @@ class _Rounding:
 
 
 def _overflow_threshold(dtype: torch.dtype) -> float:
-    """The magnitude from which a value rounds to infinity in `dtype`: its max plus half an ulp of it."""
+    """The magnitude from which a value rounds to infinity in `dtype`: its max plus half an ulp of it
+    (float64's is inf; computed as 2.0 ** 1024 it would raise)."""
     info = torch.finfo(dtype)
-    _, exponent = math.frexp(
-        info.max
-    )  # max = m * 2**exponent, 0.5 <= m < 1: its ulp is eps * 2**(exponent-1)
-    return info.max + math.ldexp(info.eps / 2, exponent - 1)  # float64's: inf (2.0**1024 would raise)
+    # max = m * 2**exponent with 0.5 <= m < 1, so its ulp is eps * 2**(exponent - 1)
+    _, exponent = math.frexp(info.max)
+    return info.max + math.ldexp(info.eps / 2, exponent - 1)
 
 
 def _compare_floats(a, e, reference, tolerance, path: str, rounding: _Rounding | None = None) -> str:

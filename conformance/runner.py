@@ -309,6 +309,27 @@ def quietly(fn: Callable, *args):
         return fn(*args)
 
 
+def float64_reference(function: Callable, widened: list, grad_outputs: list | None) -> tuple:
+    """The float64 reference program `function` run on `widened` inputs, with float64 as the default
+    dtype (an integer input an op promotes to a float, as cosh of an int64 tensor, is computed in float64,
+    not in float32 exactly as eager does): (its result, its gradients for `grad_outputs`, or None where
+    there are none)."""
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        result = quietly(function, *widened)
+        grads = None
+        outputs = floating_outputs(result) if grad_outputs is not None else []
+        if grad_outputs is not None and len(outputs) == len(grad_outputs):
+            try:
+                grads = gradients(outputs, widened, [g.to(torch.float64) for g in grad_outputs])
+            except Exception:
+                grads = None
+    finally:
+        torch.set_default_dtype(saved)
+    return result, grads
+
+
 # --- eager, meta and the reference, one sample at a time ------------------------------------------
 
 
@@ -385,16 +406,7 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         widened = fresh_inputs(
             program.inputs, widen=spec.combine is None or backward, grad=backward, frozen=program.frozen
         )
-        result = quietly(reference, *widened)[0]
-        grads = None
-        if backward:
-            reference_outputs = floating_outputs(result)
-            if len(reference_outputs) == len(expected.grad_outputs):
-                wide = [g.to(torch.float64) for g in expected.grad_outputs]
-                try:
-                    grads = gradients(reference_outputs, widened, wide)
-                except Exception:
-                    grads = None
+        result, grads = float64_reference(lambda *xs: reference(*xs)[0], widened, expected.grad_outputs)
         return result, widened, grads
 
     try:

@@ -19,8 +19,6 @@ as a conformance case is judged. Five outcomes are not a verdict:
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,10 +30,12 @@ from conformance import perturbation
 from conformance.fuzz.program import Program
 from conformance.oracle import TOLERANCES, compare
 from conformance.runner import (
+    float64_reference,
     floating_outputs,
     fresh_inputs,
     grad_outputs_for,
     gradients,
+    quietly,
     resolve_backend,
 )
 from conformance.values import DTYPES
@@ -71,12 +71,6 @@ def tolerance_for(program: Program) -> tuple[float, float] | None:
     return max(found, key=lambda rtol_atol: rtol_atol[0]) if found else None
 
 
-def _quietly(fn: Callable, *args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args)
-
-
 def meta_mismatch(function: Callable, made: list, expected) -> str | None:
     """Where torch's meta functions give a result another dtype or shape than eager's kernels did."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -84,7 +78,7 @@ def meta_mismatch(function: Callable, made: list, expected) -> str | None:
     try:
         with FakeTensorMode() as mode:
             fakes = [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in made]
-            traced = _quietly(function, *fakes)
+            traced = quietly(function, *fakes)
     except Exception:
         return None  # no meta answer to compare (data-dependent shapes, say)
     pairs = zip(tree_leaves(traced), tree_leaves(expected), strict=False)
@@ -101,31 +95,9 @@ def _reference(program: Program, made: list, expected, backward: bool) -> tuple:
     """The float64 reference, computed afresh: (its inputs after the call, its outputs, and its
     gradients, None where there are none)."""
     wide_inputs = fresh_inputs(made, widen=True, grad=backward)
-    with _float64_by_default():
-        reference = _quietly(program.function(widened=True), *wide_inputs)
-        reference_grads = None
-        if backward:
-            expected_outputs, wide_outputs = floating_outputs(expected), floating_outputs(reference)
-            if len(wide_outputs) == len(expected_outputs):
-                wide = [g.to(torch.float64) for g in grad_outputs_for(expected_outputs, program.seed)]
-                try:
-                    reference_grads = gradients(wide_outputs, wide_inputs, wide)
-                except Exception:
-                    reference_grads = None
-    return wide_inputs, reference, reference_grads
-
-
-@contextlib.contextmanager
-def _float64_by_default():
-    """An integer input promoted to a float (cosh of an int64 tensor) gives the default dtype: float64
-    here, so that the reference does not compute that op in float32 exactly as eager does (a chain
-    cosh(int) then cos was judged against eager's own float32 rounding, 2026-11-27)."""
-    saved = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(saved)
+    grad_outputs = grad_outputs_for(floating_outputs(expected), program.seed) if backward else None
+    reference, grads = float64_reference(program.function(widened=True), wide_inputs, grad_outputs)
+    return wide_inputs, reference, grads
 
 
 def check(program: Program, backend: str, device: str = "cpu", backward: bool = True) -> Outcome:
@@ -134,7 +106,7 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
     made = program.make_inputs(device)
     try:
         eager_inputs = fresh_inputs(made, grad=backward)
-        expected = _quietly(function, *eager_inputs)
+        expected = quietly(function, *eager_inputs)
     except Exception as error:
         return Outcome("eager_rejects", f"{type(error).__name__}: {str(error)[:200]}")
     if backward and not floating_outputs(expected):
@@ -167,7 +139,7 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
     torch._dynamo.reset()
     try:
         compiled = torch.compile(function, backend=counting, dynamic=False)
-        actual = _quietly(compiled, *inputs)
+        actual = quietly(compiled, *inputs)
         grads = None
         if backward:
             outputs = floating_outputs(actual)

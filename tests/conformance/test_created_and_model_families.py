@@ -127,3 +127,14 @@ def test_a_sample_moved_to_another_device_creates_its_tensors_there():
 
     sample = Sample(([37, 7],), {"dtype": torch.float32, "device": torch.device("cpu")}, "created")
     assert on_device(sample, "meta").kwargs["device"] == torch.device("meta")
+
+
+def test_the_reference_of_an_integer_input_an_op_makes_float_is_float64s():
+    # cos of an int32 tensor gives the default dtype: the conformance reference, like the fuzzer's, runs
+    # with float64 as the default, so it is not eager's own float32 arithmetic.
+    x = torch.tensor([[7, 100000, -33]], dtype=torch.int32)
+    expected = expect(SPECS["aten.cos.default"], "alone", Sample((x,), {}, "probe"), False, 0)
+    assert expected.output.dtype == torch.float32
+    assert expected.reference.dtype == torch.float64
+    assert torch.equal(expected.reference, torch.cos(x.double()))
+    assert torch.get_default_dtype() == torch.float32

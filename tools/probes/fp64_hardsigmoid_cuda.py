@@ -99,14 +99,6 @@ def main():
         differ = (y != ref).sum().item()
         rel = ((y - ref).abs() / ref.abs().clamp_min(1e-300)).max().item()
         print(f"{name:20s} differ {differ:6d} of {x.numel()}  max relative error {rel:.3e}")
-    y = torch.empty_like(x)
-    div6[(1,)](x, y, 1024, BLOCK=1024)
-    ptx = div6.cache[0] if hasattr(div6, "cache") else None
-    for compiled in getattr(div6, "device_caches", {}).values():
-        for kernel in compiled[0].values():
-            lines = [line for line in kernel.asm["ptx"].splitlines() if "div" in line or "rcp" in line]
-            print("div6 ptx:", *lines[:6], sep="\n  ")
-    del ptx
 
 
 def fuser_kernel():
