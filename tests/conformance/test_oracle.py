@@ -110,7 +110,7 @@ def test_unspecified_masks_follow_the_structure_of_the_result():
 
 def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_value():
     from conformance.catalog import SPECS
-    from conformance.runner import fit, output_masks, unspecified_mask
+    from conformance.runner import fit, gradient_masks, output_masks, unspecified_mask
     from conformance.samples import Sample
 
     spec = SPECS["aten.hardtanh_backward.default"]  # fwd: a nan self, min_val or max_val
@@ -126,6 +126,15 @@ def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_val
     assert output_masks(mask, "into_reduction", torch.zeros(2)).tolist() == [False, True]
     assert fit(mask, torch.zeros(2, 1)).tolist() == [[False], [True]]
     assert fit(mask, torch.zeros(3)).tolist() == [True, True, True]
+    # A gradient through a row reduction depends on the whole row (its max and ties): a row is unspecified
+    # where any of its elements is; elsewhere, only that element.
+    one = torch.tensor([[False, True, False], [False, False, False]])
+    reduced, alone = (
+        gradient_masks(one, context, [torch.zeros(2, 3)])[0].tolist()
+        for context in ("into_reduction", "alone")
+    )
+    assert reduced == [[True, True, True], [False, False, False]]
+    assert alone == one.tolist()
     logit = SPECS["aten.logit.default"]  # bwd only: logit(-0.0) itself is -inf everywhere
     x = torch.tensor([-0.0, 0.0, 0.5])
     assert unspecified_mask(logit, Sample((x,), {}, "t"), "bwd").tolist() == [True, False, False]
