@@ -12,6 +12,7 @@ those ops run eagerly on that architecture until validated there again.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tomllib
@@ -92,7 +93,14 @@ def problems(path: Path, backend: str = "fuser") -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(p) for p in argv] or sorted(validation.MANIFEST_DIR.glob("*.toml"))
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.manifest_check", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("files", nargs="*", type=Path, help="manifests (default: every committed one)")
+    paths = parser.parse_args(argv).files or sorted(validation.MANIFEST_DIR.glob("*.toml"))
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        parser.error(f"no such manifest: {', '.join(missing)}")
     failed = False
     for path in paths:
         found = problems(path)

@@ -142,3 +142,12 @@ def test_an_op_that_no_longer_exists_is_reported(tmp_path):
     path.write_text(path.read_text().replace("aten.neg.default", "aten.negative_old.default"))
     (problem, *_) = manifest_check.problems(path)
     assert re.search(r"cpu.toml:3: unknown op 'aten.negative_old.default'", problem)
+
+
+def test_the_checker_names_a_missing_file_or_an_unknown_option_instead_of_a_traceback(tmp_path, capsys):
+    for argv in ([str(tmp_path / "sm_90.toml")], ["--arch", "sm_90"]):
+        with pytest.raises(SystemExit) as stopped:
+            manifest_check.main(argv)
+        assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "no such manifest" in err and "unrecognized arguments: --arch" in err
