@@ -135,21 +135,6 @@ def i0e(x):
 
 
 @triton.jit
-def gelu_erf(x):
-    # Exact gelu is 0.5 x (1 + erf(x / sqrt 2)), as eager and Inductor compute it; the sum cancels in the
-    # negative tail (past x = -4.2 it keeps 11 bits or fewer of float32, none past -5.4). erfc(-x / sqrt 2)
-    # does not cancel but costs a third more on an H100 (bias_gelu 0.148 ms against erf's 0.111,
-    # tools/probes/gelu_forms_cuda.py). So a block takes the erfc form only where one of its elements is
-    # in that tail: a branch uniform over the block, never a wrong form for an element.
-    z = x * 0.7071067811865476
-    if tl.reduce(z, None, minimum) < -3.0:  # tl.min: no plain twin under the interpreter
-        y = 0.5 * x * libdevice.erfc(-z)
-    else:
-        y = 0.5 * x * (1.0 + libdevice.erf(z))
-    return y
-
-
-@triton.jit
 def xlogy(x, y):
     r = tl.where(x == 0, tl.full(x.shape, 0.0, x.dtype), x * libdevice.log(y))
     return tl.where(y != y, y, r)

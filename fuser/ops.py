@@ -267,7 +267,8 @@ def _gelu(x: str, approximate: str = "none") -> str:
     if approximate == "tanh":
         inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
         return f"0.5 * {x} * (1.0 + libdevice.tanh({inner}))"
-    return f"lib.gelu_erf({x})"  # erf's form, erfc's in a block that reaches the tail where erf's cancels
+    # erfc(-x / sqrt 2), not 1 + erf(x / sqrt 2): the sum cancels for x < -5.4 (float32)
+    return f"0.5 * {x} * libdevice.erfc({x} * -0.7071067811865476)"
 
 
 def _div_mode(a: str, b: str, rounding_mode: str | None = None) -> str:
