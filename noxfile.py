@@ -33,14 +33,18 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Run the op-conformance suite against a backend (`-- --backend inductor --tier full --op ...`).
-    With no `--tier`, the quick tier and then the model blocks (`--tier models`), as CI runs them."""
+    """Run the op-conformance suite against a backend (`-- --conformance-backend inductor
+    --conformance-tier full --conformance-op ...`). With no `--conformance-tier`, the quick tier and then
+    the model blocks (`--conformance-tier models`), as CI runs them."""
     session.install(TORCH)
     session.install("-e", ".[test]")
     options = list(session.posargs)
     # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
-    workers = [] if "--op" in options else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
-    tiers = [[]] if "--tier" in options else [["--tier", "quick"], ["--tier", "models"]]
+    given = {option.partition("=")[0] for option in options}
+    workers = [] if "--conformance-op" in given else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
+    tiers = (
+        [[]] if "--conformance-tier" in given else [["--conformance-tier", t] for t in ("quick", "models")]
+    )
     for tier in tiers:
         session.run(
             "pytest",

@@ -1,8 +1,13 @@
-"""The conformance suite's pytest plugin (registered through the `pytest11` entry point).
+"""The conformance suite's pytest plugin. Opt-in: installing the package changes no other project's
+pytest runs. A run that collects from `conformance/` loads it through `conformance/conftest.py`; from
+anywhere else, `pytest -p conformance.plugin --pyargs conformance.test_ops`.
 
-Options: `--backend` (fuser, inductor, aot_eager, eager, or module:callable), `--device` (cpu, cuda),
-`--op`, `--dtype`, `--context`, `--direction` (each repeatable or comma-separated), `--tier` (quick
-for a pull request, full) and `--conformance-report DIR` (JSON + Markdown written there).
+Options, all named `--conformance-*` so they cannot collide with a project's own `--device` or
+`--backend`: `--conformance-backend` (fuser, inductor, aot_eager, eager, or module:callable),
+`--conformance-device` (cpu, cuda), `--conformance-op`, `--conformance-dtype`, `--conformance-context`,
+`--conformance-direction` (each repeatable or comma-separated), `--conformance-tier` (quick for a pull
+request, full, models), `--conformance-shard K/N`, `--conformance-ledger FILE`,
+`--conformance-case-time-limit S` and `--conformance-report DIR` (JSON + Markdown written there).
 
 The plugin parametrizes `conformance/test_ops.py` with one case per op x dtype x context x direction
 that the tier selects, marks the cases the ledger expects to fail as strict xfails (one that passes
@@ -41,23 +46,34 @@ PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's 
 DEFAULT_CASE_TIME_LIMIT_S = 600.0
 
 
+def option(name: str) -> str:
+    """The command-line spelling of one of the plugin's options (`backend` -> `--conformance-backend`)."""
+    return f"--conformance-{name.replace('_', '-')}"
+
+
+def get(config: pytest.Config, name: str):
+    return config.getoption(f"conformance_{name}")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "op conformance against eager PyTorch")
-    group.addoption("--backend", default="fuser", help="torch.compile backend, or module:callable")
-    group.addoption("--device", default="cpu", choices=DEVICES)
-    group.addoption("--tier", default="quick", choices=TIER_NAMES)
+    group.addoption(option("backend"), default="fuser", help="torch.compile backend, or module:callable")
+    group.addoption(option("device"), default="cpu", choices=DEVICES)
+    group.addoption(option("tier"), default="quick", choices=TIER_NAMES)
     for name, known in (("op", None), ("dtype", DTYPES), ("context", CONTEXTS), ("direction", DIRECTIONS)):
         group.addoption(
-            f"--{name}",
+            option(name),
             action="append",
             default=[],
             help=f"only these (repeatable, comma-separated){'; one of ' + ', '.join(known) if known else ''}",
         )
-    group.addoption("--shard", default=None, help="K/N: only the K-th of N equal shares of the ops (1-based)")
-    group.addoption("--conformance-report", default=None, help="directory for the JSON and Markdown report")
-    group.addoption("--ledger", default=None, help="expected-failures file (default: the packaged one)")
     group.addoption(
-        "--case-time-limit",
+        option("shard"), default=None, help="K/N: only the K-th of N equal shares of the ops (1-based)"
+    )
+    group.addoption("--conformance-report", default=None, help="directory for the JSON and Markdown report")
+    group.addoption(option("ledger"), default=None, help="expected-failures file (default: the packaged one)")
+    group.addoption(
+        option("case_time_limit"),
         type=float,
         default=DEFAULT_CASE_TIME_LIMIT_S,
         help=f"seconds one case may run before it fails with where it was; 0: none (default {DEFAULT_CASE_TIME_LIMIT_S:g})",
@@ -81,7 +97,7 @@ class Selection:
 
 
 def _listed(config: pytest.Config, name: str, known=None) -> tuple[str, ...]:
-    values = tuple(v.strip() for option in config.getoption(name) for v in option.split(",") if v.strip())
+    values = tuple(v.strip() for given in get(config, name) for v in given.split(",") if v.strip())
     unknown = [v for v in values if v not in (known if known is not None else SPECS)]
     if unknown:
         hint = (
@@ -89,28 +105,28 @@ def _listed(config: pytest.Config, name: str, known=None) -> tuple[str, ...]:
             if known is not None
             else " (see conformance.catalog.SPECS; ops are named like aten.add.Tensor)"
         )
-        raise pytest.UsageError(f"--{name}: unknown {', '.join(unknown)}{hint}")
+        raise pytest.UsageError(f"{option(name)}: unknown {', '.join(unknown)}{hint}")
     return values
 
 
 def selection(config: pytest.Config) -> Selection:
-    backend = config.getoption("backend")
+    backend = get(config, "backend")
     try:
         resolve_backend(backend)
     except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
-    device = config.getoption("device")
+        raise pytest.UsageError(f"{option('backend')}: {error}") from None
+    device = get(config, "device")
     if device == "cuda" and not torch.cuda.is_available():
-        raise pytest.UsageError("--device cuda: this machine has no CUDA device")
+        raise pytest.UsageError(f"{option('device')} cuda: this machine has no CUDA device")
     return Selection(
         backend=backend,
         device=device,
-        tier=config.getoption("tier"),
+        tier=get(config, "tier"),
         ops=_listed(config, "op"),
         dtypes=_listed(config, "dtype", DTYPES),
         contexts=_listed(config, "context", CONTEXTS),
         directions=_listed(config, "direction", DIRECTIONS),
-        shard=_shard(config.getoption("shard")),
+        shard=_shard(get(config, "shard")),
     )
 
 
@@ -119,7 +135,7 @@ def _shard(text: str | None) -> tuple[int, int] | None:
         return None
     k, _, n = text.partition("/")
     if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
-        raise pytest.UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/3")
+        raise pytest.UsageError(f"{option('shard')} {text!r}: expected K/N with 1 <= K <= N, e.g. 2/3")
     return int(k), int(n)
 
 
@@ -148,7 +164,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if chosen.tier not in OP_TIERS:
         metafunc.parametrize(FIXTURE, [])  # deselected below: this tier runs no op case
         return
-    ledger = Ledger.load(Path(config.getoption("ledger")) if config.getoption("ledger") else None, SPECS)
+    ledger = Ledger.load(Path(get(config, "ledger")) if get(config, "ledger") else None, SPECS)
     # A ledger entry that matches no case of the whole suite is a typo or a fixed bug (checked on
     # unfiltered runs: a run of one op leaves the other ops' entries unmatched by design).
     every = [
@@ -195,7 +211,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not params:
         # An empty selection would show as one skipped test: say why instead.
         raise pytest.UsageError(
-            f"no conformance case matches this selection ({chosen}); check --op/--dtype/--device"
+            f"no conformance case matches this selection ({chosen}); check {option('op')}, {option('dtype')}, {option('device')}"
         )
     metafunc.parametrize(FIXTURE, params)
 
@@ -203,7 +219,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tier picks the tests: op cases for `quick` and `full`; whole programs — the model blocks and
     the optimizer steps — for `models`."""
-    models = config.getoption("tier") == "models"
+    models = get(config, "tier") == "models"
     keep, drop = [], []
     for item in items:
         is_block = item.path.name in PROGRAM_FILES and item.path.parent.name == "conformance"
@@ -220,9 +236,11 @@ def untested_ops(ops: list[str], dtypes_of: Callable[[str], tuple[str, ...]]) ->
 
 
 def rerun_command(key: CaseKey, tier: str) -> str:
-    options = ["--backend", key.backend, "--device", key.device, "--tier", tier, "--op", key.op]
-    options += ["--dtype", key.dtype, "--context", key.context, "--direction", key.direction]
-    return "nox -s conformance -- " + shlex.join(options)
+    chosen = {"backend": key.backend, "device": key.device, "tier": tier, "op": key.op, "dtype": key.dtype}
+    chosen |= {"context": key.context, "direction": key.direction}
+    return "nox -s conformance -- " + shlex.join(
+        part for name, value in chosen.items() for part in (option(name), value)
+    )
 
 
 def _case_key(item: pytest.Item) -> CaseKey | None:
@@ -238,7 +256,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     key = _case_key(item)
     if key is None or result.when != "call":
         return
-    tier = item.config.getoption("tier")
+    tier = get(item.config, "tier")
     result.user_properties.append(("conformance_case", asdict(key)))
     if result.failed:
         result.sections.append(("rerun this case", rerun_command(key, tier)))
@@ -251,7 +269,7 @@ def pytest_runtest_call(item: pytest.Item):
     if _case_key(item) is None:
         return (yield)
     try:
-        with case_time_limit(item.config.getoption("case_time_limit")):
+        with case_time_limit(get(item.config, "case_time_limit")):
             return (yield)
     except CaseTimeLimit as stop:
         raise AssertionError(str(stop)) from None
@@ -259,9 +277,9 @@ def pytest_runtest_call(item: pytest.Item):
 
 def pytest_configure(config: pytest.Config) -> None:
     chosen = selection(config)  # bad options are usage errors before anything is collected
-    if config.getoption("case_time_limit") < 0:
+    if get(config, "case_time_limit") < 0:
         raise pytest.UsageError(
-            f"--case-time-limit {config.getoption('case_time_limit'):g}: seconds, 0 or more (0: no limit)"
+            f"{option('case_time_limit')} {get(config, 'case_time_limit'):g}: seconds, 0 or more (0: no limit)"
         )
     _share_machine(chosen.device, getattr(config, "workerinput", None))
 

@@ -41,18 +41,25 @@ STANDARD_BACKENDS = ("fuser", "inductor", "aot_eager", "eager")
 
 
 def resolve_backend(name: str) -> str | Callable:
-    """A backend name torch.compile knows, or 'module:callable' for any other backend."""
+    """A backend name torch.compile knows, or 'module:callable' for any other backend. A name torch.compile
+    does not know here (a typo, or the package that registers it not installed) is one ValueError, raised
+    before any case runs: otherwise every case would fail with the same message."""
     if name in STANDARD_BACKENDS:
+        if name not in torch._dynamo.list_backends(exclude_tags=()):
+            raise ValueError(
+                f"backend {name!r}: torch.compile does not know it here (for the fuser, install this "
+                "project: `pip install -e .` registers it)"
+            )
         return name
     module, colon, attribute = name.partition(":")
     if not colon or not module or not attribute:
         raise ValueError(
-            f"--backend {name!r}: expected one of {', '.join(STANDARD_BACKENDS)} or 'module:callable'"
+            f"backend {name!r}: expected one of {', '.join(STANDARD_BACKENDS)} or 'module:callable'"
         )
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"--backend {name!r}: cannot load it: {error}") from None
+        raise ValueError(f"backend {name!r}: cannot load it: {error}") from None
 
 
 def backend_function(backend: str) -> Callable:

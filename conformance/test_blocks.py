@@ -1,7 +1,7 @@
-"""The model-block tier (`--tier models`): the suite's own model blocks through a backend, against float64.
+"""The model-block tier (`--conformance-tier models`): the suite's own model blocks through a backend, against float64.
 
-Run it with `nox -s conformance -- --tier models` (or `pytest conformance/test_blocks.py --backend ...
---device ...`). Each case is one block in one precision: the loss and every parameter's gradient against
+Run it with `nox -s conformance -- --conformance-tier models` (or `pytest conformance/test_blocks.py --conformance-backend ...
+--conformance-device ...`). Each case is one block in one precision: the loss and every parameter's gradient against
 float64 eager, with the zoo's eager-relative verdict. A failure names the first node of the block's
 graph that disagrees.
 """

@@ -1,6 +1,6 @@
 """The suite: one test per case, parametrized by the conformance plugin (see conformance/plugin.py).
 
-Run it with `nox -s conformance` (or `pytest conformance/test_ops.py --backend ... --device ...`).
+Run it with `nox -s conformance` (or `pytest conformance/test_ops.py --conformance-backend ... --conformance-device ...`).
 
 A case whose op the backend ran eagerly because it is not validated for this architecture and dtype (the
 fuser without FUSER_UNVALIDATED=fuse, where its manifest has no fresh entry) compared eager with eager:

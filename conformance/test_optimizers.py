@@ -1,6 +1,6 @@
-"""The optimizer-step program family (`conformance.optimizers`) under the run's `--backend` and
-`--device`, in the `models` tier with the model blocks (`nox -s conformance -- --tier models`, or
-`pytest conformance/test_optimizers.py --tier models`)."""
+"""The optimizer-step program family (`conformance.optimizers`) under the run's `--conformance-backend` and
+`--conformance-device`, in the `models` tier with the model blocks (`nox -s conformance -- --conformance-tier models`, or
+`pytest conformance/test_optimizers.py --conformance-tier models`)."""
 
 from __future__ import annotations
 

@@ -105,10 +105,17 @@ def run_op(op: str, backend: str, device: str, log_dir: Path, workers: int = 1) 
     with tempfile.TemporaryDirectory(prefix="validate-") as report_dir:
         command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
         command += ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
-        command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
-        command += ["--backend", backend, "--device", device, "--conformance-report", report_dir]
+        command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--conformance-tier", "full"]
+        command += [
+            "--conformance-backend",
+            backend,
+            "--conformance-device",
+            device,
+            "--conformance-report",
+            report_dir,
+        ]
         for spec in specs_for(op):
-            command += ["--op", spec]
+            command += ["--conformance-op", spec]
         env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
         log_path = log_dir / f"{op}.log"
         with log_path.open("w") as log:

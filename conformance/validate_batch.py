@@ -126,8 +126,15 @@ def run_cases(
     skip = state_path.with_suffix(".done")
     skip.write_text("".join(f"{case}\n" for case in sorted(done)))
     command += ["-p", "conformance.case_log", "--case-log", str(state_path), "--case-log-skip", str(skip)]
-    command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--tier", "full"]
-    command += ["--backend", backend, "--device", device, "--op", ",".join(specs)]
+    command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--conformance-tier", "full"]
+    command += [
+        "--conformance-backend",
+        backend,
+        "--conformance-device",
+        device,
+        "--conformance-op",
+        ",".join(specs),
+    ]
     env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
     before = _count_lines(state_path)
     with log_path.open("w") as log:

@@ -42,9 +42,14 @@ def run_tier(kind: str | None, tier: str, ops: list[str], workers: int) -> tuple
     env |= {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
     env |= {"FUSER_TESTING_MISCOMPILE": kind} if kind else {}
     command = [sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p", "no:cacheprovider", "-q"]
-    command += ["--tier", tier, "--maxfail=1", *(["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"])]
+    command += [
+        "--conformance-tier",
+        tier,
+        "--maxfail=1",
+        *(["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]),
+    ]
     for op in ops:
-        command += ["--op", op]
+        command += ["--conformance-op", op]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started

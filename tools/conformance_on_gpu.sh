@@ -12,9 +12,9 @@ gpu_setup
 export FUSER_STRICT=1
 versions 2>&1 | tee "$OUT/env.txt"
 # SIGINT at the time limit: pytest stops, and the plugin still writes the report of the cases that ran.
-timeout -s INT "${SUITE_TIMEOUT:-540}" "$PYTHON" -m pytest conformance/test_ops.py --backend fuser --device cuda \
-    --tier full -n "${WORKERS:-14}" -p no:cacheprovider -p no:benchmark -q --tb=line -rf \
-    --case-time-limit "${CASE_TIME_LIMIT_S:-180}" --conformance-report "$OUT" "$@" >"$OUT/pytest.log" 2>&1
+timeout -s INT "${SUITE_TIMEOUT:-540}" "$PYTHON" -m pytest conformance/test_ops.py --conformance-backend fuser --conformance-device cuda \
+    --conformance-tier full -n "${WORKERS:-14}" -p no:cacheprovider -p no:benchmark -q --tb=line -rf \
+    --conformance-case-time-limit "${CASE_TIME_LIMIT_S:-180}" --conformance-report "$OUT" "$@" >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?"
 grep -A10 "= conformance =" "$OUT/pytest.log"
 grep -E "^FAILED" "$OUT/pytest.log" | head -80

@@ -32,12 +32,12 @@ step gap "${GAP_S:-180}" 0 "$PYTHON" benchmarks/launch_gap.py --out "$OUT/gap" $
 step ftz 60 0 "$PYTHON" tools/probe_reflect_ftz.py
 step tests "${TESTS_S:-180}" 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest ${TESTS:-tests/fuser} -q -n 14 \
     -p no:cacheprovider
-step conformance "${CONFORMANCE_S:-150}" 0 "$PYTHON" -m pytest conformance/test_ops.py --backend fuser \
-    --device cuda --tier full --shard 1/32 -n 15 -p no:cacheprovider -p no:benchmark -q --tb=no \
+step conformance "${CONFORMANCE_S:-150}" 0 "$PYTHON" -m pytest conformance/test_ops.py --conformance-backend fuser \
+    --conformance-device cuda --conformance-tier full --conformance-shard 1/32 -n 15 -p no:cacheprovider -p no:benchmark -q --tb=no \
     --conformance-report "$OUT"
 step profile 90 0 env TRITON_CACHE_DIR=/tmp/empty-triton-cache "$PYTHON" -m cProfile -o "$OUT/case.prof" \
-    -m pytest conformance/test_ops.py --backend fuser --device cuda --tier full --op aten.cosh.default \
-    --dtype bfloat16 --context into_reduction --direction bwd -p no:cacheprovider -p no:benchmark -q
+    -m pytest conformance/test_ops.py --conformance-backend fuser --conformance-device cuda --conformance-tier full --conformance-op aten.cosh.default \
+    --conformance-dtype bfloat16 --conformance-context into_reduction --conformance-direction bwd -p no:cacheprovider -p no:benchmark -q
 [[ -f "$OUT/case.prof" ]] && "$PYTHON" -c "import pstats; pstats.Stats('$OUT/case.prof').sort_stats('cumulative').print_stats(30)"
 
 printf '\n=== summary ===\n'

@@ -74,14 +74,14 @@ fi
 if [[ " $JOBS " == *" probes "* ]]; then
     job probe-index-fill "$PYTHON" tools/probe_index_fill_cuda.py
     read -ra probe_ops <<<"${PROBE_OPS:-aten.i0.default aten.i0_.default aten.index_fill.int_Tensor}"
-    job probe-ops env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --device cuda --backend fuser \
-        --tier full -n 2 -q -rf -p no:cacheprovider -p no:benchmark "${probe_ops[@]/#/--op=}"
+    job probe-ops env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --conformance-device cuda --conformance-backend fuser \
+        --conformance-tier full -n 2 -q -rf -p no:cacheprovider -p no:benchmark "${probe_ops[@]/#/--conformance-op=}"
 fi
 
 for backend in fuser inductor; do
     if [[ " $JOBS " == *" models "* ]]; then
         job "models-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_blocks.py \
-            conformance/test_optimizers.py --tier models --device cuda --backend "$backend" -q -rf \
+            conformance/test_optimizers.py --conformance-tier models --conformance-device cuda --conformance-backend "$backend" -q -rf \
             -p no:cacheprovider -p no:benchmark --conformance-report "$OUT/models-$backend"
     fi
     if [[ " $JOBS " == *" families "* ]]; then
@@ -89,9 +89,9 @@ for backend in fuser inductor; do
 from conformance.catalog import SPECS
 skip = set('${FAMILY_SKIP:-aten.log_sigmoid_forward.default}'.split())  # eager CUDA rejects its every sample
 print('\n'.join(op for op, s in SPECS.items() if s.category in ('loss', 'created', 'indexing', 'random', 'fallback') and op not in skip))")
-        job "families-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --device cuda \
-            --backend "$backend" -n "${FAMILY_WORKERS:-5}" -q -rf -p no:cacheprovider -p no:benchmark \
-            --conformance-report "$OUT/families-$backend" "${family_ops[@]/#/--op=}"
+        job "families-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --conformance-device cuda \
+            --conformance-backend "$backend" -n "${FAMILY_WORKERS:-5}" -q -rf -p no:cacheprovider -p no:benchmark \
+            --conformance-report "$OUT/families-$backend" "${family_ops[@]/#/--conformance-op=}"
     fi
     if [[ " $JOBS " == *" fuzz "* ]]; then
         job "fuzz-$backend" "$PYTHON" -m conformance.fuzz --profile ci --examples "${FUZZ_EXAMPLES:-150}" \

@@ -11,8 +11,8 @@ gpu_setup
 for spec in "$@"; do
     read -r op dtype context direction <<<"$spec"
     TORCH_LOGS=graph_code,aot_graphs FUSER_STRICT=1 timeout 120 "$PYTHON" -m pytest conformance/test_ops.py \
-        --backend fuser --device "$DEVICE" --tier full --op "$op" --dtype "$dtype" --context "$context" \
-        --direction "$direction" -p no:cacheprovider -p no:benchmark -q --tb=short \
+        --conformance-backend fuser --conformance-device "$DEVICE" --conformance-tier full --conformance-op "$op" --conformance-dtype "$dtype" --conformance-context "$context" \
+        --conformance-direction "$direction" -p no:cacheprovider -p no:benchmark -q --tb=short \
         >"$OUT/$op-$dtype-$context-$direction-$DEVICE.log" 2>&1
     echo "$spec: exit $? ($(grep -c . "$OUT/$op-$dtype-$context-$direction-$DEVICE.log") lines)"
 done

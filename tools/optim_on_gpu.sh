@@ -25,7 +25,7 @@ step tests 120 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest
     tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py tests/fuser/test_cuda_graphs.py
 for backend in fuser inductor; do
     step "conformance-$backend" 60 240 env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_optimizers.py \
-        --tier models --device cuda --backend "$backend" -q -p no:cacheprovider -p no:benchmark
+        --conformance-tier models --conformance-device cuda --conformance-backend "$backend" -q -p no:cacheprovider -p no:benchmark
 done
 step hostpath 60 300 bash -c "for i in 1 2 3; do $PYTHON benchmarks/optimizer_host_path.py --device cuda | tail -1; done"
 step bench 400 5 "$PYTHON" benchmarks/optimizer_step.py --device cuda --out "$OUT/bench" \

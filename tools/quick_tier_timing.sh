@@ -25,9 +25,9 @@ for run in ${RUNS:-cold warm}; do
     limit=$((DEADLINE - SECONDS - 10))
     ((limit < 30)) && { echo "$run: skipped, no time left" | tee -a "$OUT/steps.txt"; continue; }
     PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH} TIMELINE_DIR="$OUT/$run/timeline" \
-        timeout -s INT "$limit" "$PYTHON" -m pytest conformance/test_ops.py -p pytest_timeline --backend fuser \
-        --device cuda --tier quick -n "${WORKERS:-15}" -p no:cacheprovider -p no:benchmark -q --tb=line -rf \
-        --durations=10 --case-time-limit "${CASE_TIME_LIMIT_S:-60}" --conformance-report "$OUT/$run" "$@" >"$OUT/$run/pytest.log" 2>&1
+        timeout -s INT "$limit" "$PYTHON" -m pytest conformance/test_ops.py -p pytest_timeline --conformance-backend fuser \
+        --conformance-device cuda --conformance-tier quick -n "${WORKERS:-15}" -p no:cacheprovider -p no:benchmark -q --tb=line -rf \
+        --durations=10 --conformance-case-time-limit "${CASE_TIME_LIMIT_S:-60}" --conformance-report "$OUT/$run" "$@" >"$OUT/$run/pytest.log" 2>&1
     status=$?
     echo "$run: pytest exit $status after $((SECONDS - started)) s; Triton cache: $(find "$TRITON_CACHE_DIR" -name '*.cubin' | wc -l) cubins" | tee -a "$OUT/steps.txt"
     tail -3 "$OUT/$run/pytest.log"

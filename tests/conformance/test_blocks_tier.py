@@ -18,8 +18,17 @@ def run_blocks(
     env["FUSER_STRICT"] = "1"
     if wrong_lowering:
         env["FUSER_TESTING_WRONG_LOWERING"] = wrong_lowering
-    command = [sys.executable, "-m", "pytest", "conformance/", "--tier", "models", "-p", "no:cacheprovider"]
-    command += ["-p", "no:xdist", "-q", "-k", selection, "--backend", backend]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance/",
+        "--conformance-tier",
+        "models",
+        "-p",
+        "no:cacheprovider",
+    ]
+    command += ["-p", "no:xdist", "-q", "-k", selection, "--conformance-backend", backend]
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests" / "conformance"), env.get("PYTHONPATH", "")])
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 

@@ -90,8 +90,22 @@ def test_a_wrong_lowering_of_an_unvalidated_op_is_never_a_green_pass(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "FUSER_UNVALIDATED"}
     env |= {"FUSER_STRICT": "1", "FUSER_TESTING_WRONG_LOWERING": "aten.hypot.default"}
     env["FUSER_MANIFEST_DIR"] = str(without_entry("aten.hypot.default", tmp_path / "m"))
-    options = ["--op", "aten.hypot.default", "--dtype", "float32,bfloat16", "--context", "alone"]
-    options += ["--direction", "fwd", "--ledger", str(ledger), "--conformance-report", str(tmp_path)]
+    options = [
+        "--conformance-op",
+        "aten.hypot.default",
+        "--conformance-dtype",
+        "float32,bfloat16",
+        "--conformance-context",
+        "alone",
+    ]
+    options += [
+        "--conformance-direction",
+        "fwd",
+        "--conformance-ledger",
+        str(ledger),
+        "--conformance-report",
+        str(tmp_path),
+    ]
     command = [sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p", "no:cacheprovider", "-q"]
     result = subprocess.run(
         [*command, *options], cwd=REPO, env=env, capture_output=True, text=True, timeout=600

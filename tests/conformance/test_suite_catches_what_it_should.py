@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ONE_CASE = ["--op", "aten.mul.Tensor", "--dtype", "float32", "--direction", "fwd"]
+ONE_CASE = [
+    "--conformance-op",
+    "aten.mul.Tensor",
+    "--conformance-dtype",
+    "float32",
+    "--conformance-direction",
+    "fwd",
+]
 
 
 def run_suite(*options: str, wrong_lowering: str | None = None) -> subprocess.CompletedProcess:
@@ -58,7 +65,7 @@ def ledger_file(
 
 def test_a_wrong_lowering_fails_its_cases_alone_and_fused():
     # The full tier runs every context for every dtype (the quick tier rotates the fused ones).
-    contexts = ["--tier", "full", "--context", "alone,producer,consumer"]
+    contexts = ["--conformance-tier", "full", "--conformance-context", "alone,producer,consumer"]
     clean = run_suite(*ONE_CASE, *contexts)
     assert clean.returncode == 0, clean.stdout[-3000:]
     planted = run_suite(*ONE_CASE, *contexts, wrong_lowering="aten.mul.Tensor")
@@ -67,18 +74,20 @@ def test_a_wrong_lowering_fails_its_cases_alone_and_fused():
     assert "further from float64 than eager is" in planted.stdout or "differ" in planted.stdout
     # Every failure names the one command that reruns exactly it.
     assert (
-        "nox -s conformance -- --backend fuser --device cpu --tier full --op aten.mul.Tensor"
+        "nox -s conformance -- --conformance-backend fuser --conformance-device cpu --conformance-tier full --conformance-op aten.mul.Tensor"
         in planted.stdout
     )
 
 
 def test_a_wrong_lowering_of_another_op_leaves_these_cases_passing():
-    result = run_suite(*ONE_CASE, "--context", "alone", wrong_lowering="aten.add.Tensor")
+    result = run_suite(*ONE_CASE, "--conformance-context", "alone", wrong_lowering="aten.add.Tensor")
     assert result.returncode == 0, result.stdout[-3000:]
 
 
 def test_an_expected_failure_that_passes_fails_the_run(tmp_path: Path):
-    result = run_suite(*ONE_CASE, "--context", "alone", "--ledger", str(ledger_file(tmp_path)))
+    result = run_suite(
+        *ONE_CASE, "--conformance-context", "alone", "--conformance-ledger", str(ledger_file(tmp_path))
+    )
     assert result.returncode == 1, result.stdout[-3000:]
     assert "XPASS(strict)" in result.stdout
 
@@ -86,9 +95,9 @@ def test_an_expected_failure_that_passes_fails_the_run(tmp_path: Path):
 def test_an_expected_failure_that_fails_is_reported_as_expected(tmp_path: Path):
     result = run_suite(
         *ONE_CASE,
-        "--context",
+        "--conformance-context",
         "alone",
-        "--ledger",
+        "--conformance-ledger",
         str(ledger_file(tmp_path)),
         wrong_lowering="aten.mul.Tensor",
     )
@@ -103,7 +112,7 @@ def test_a_ledger_entry_matching_no_case_is_refused(tmp_path: Path):
         '[[xfail]]\nop = "aten.mul.Tensor"\nbackend = "fuser"\ndevice = "cpu"\ndtype = "bool"\n'
         'direction = "bwd"\nreason = "a typo"\n'
     )
-    result = run_suite("--collect-only", "--ledger", str(path))
+    result = run_suite("--collect-only", "--conformance-ledger", str(path))
     assert result.returncode != 0
     assert "match no case" in result.stdout + result.stderr
 
@@ -111,9 +120,9 @@ def test_a_ledger_entry_matching_no_case_is_refused(tmp_path: Path):
 @pytest.mark.parametrize(
     ("options", "complaint"),
     [
-        (["--op", "aten.mull.Tensor"], "--op: unknown aten.mull.Tensor"),
-        (["--dtype", "float17"], "float17"),
-        (["--backend", "nonsense"], "module:callable"),
+        (["--conformance-op", "aten.mull.Tensor"], "--conformance-op: unknown aten.mull.Tensor"),
+        (["--conformance-dtype", "float17"], "float17"),
+        (["--conformance-backend", "nonsense"], "module:callable"),
     ],
 )
 def test_bad_options_are_usage_errors_that_name_the_problem(options, complaint):
@@ -126,11 +135,11 @@ def test_an_in_place_miscompile_counts_each_sample_once():
     # mul_ becomes mul + copy_ in the graph: the planted error shows in the output and in the input the
     # call wrote, and the summary still counts samples, not comparisons.
     result = run_suite(
-        "--op",
+        "--conformance-op",
         "aten.mul_.Tensor",
-        "--dtype",
+        "--conformance-dtype",
         "float32",
-        "--context",
+        "--conformance-context",
         "alone",
         wrong_lowering="aten.mul.Tensor",
     )
@@ -145,22 +154,40 @@ def test_values_a_spec_leaves_unspecified_are_skipped_in_results_and_in_inputs_w
     # i0 at ±inf: eager's CPU kernel gives inf, its CUDA kernel nan (seen on an H100), so the spec leaves
     # it unspecified there; the planted backend gives 0 there. i0_ writes its result into its input, so
     # "inputs after the call" are compared too.
-    ops = ["--dtype", "float32", "--direction", "fwd", "--context", "alone"]
-    backend = ["--backend", "planted_backends:i0_zero_at_inf"]
-    skipped = run_suite("--op", "aten.i0.default", "--op", "aten.i0_.default", *ops, *backend)
+    ops = [
+        "--conformance-dtype",
+        "float32",
+        "--conformance-direction",
+        "fwd",
+        "--conformance-context",
+        "alone",
+    ]
+    backend = ["--conformance-backend", "planted_backends:i0_zero_at_inf"]
+    skipped = run_suite(
+        "--conformance-op", "aten.i0.default", "--conformance-op", "aten.i0_.default", *ops, *backend
+    )
     assert skipped.returncode == 0, skipped.stdout[-3000:]
     assert "2 passed" in skipped.stdout
 
 
 def test_a_case_that_hangs_fails_at_its_time_limit_with_where_it_was_and_the_run_goes_on(tmp_path):
-    hanging = ["--backend", "planted_backends:hangs", "--context", "alone", "--case-time-limit", "3"]
+    hanging = [
+        "--conformance-backend",
+        "planted_backends:hangs",
+        "--conformance-context",
+        "alone",
+        "--conformance-case-time-limit",
+        "3",
+    ]
     result = run_suite(*ONE_CASE, *hanging)
     assert result.returncode == 1, result.stdout[-3000:]
     assert "1 failed" in result.stdout, result.stdout[-3000:]
     assert "ran past its time limit of 3 s" in result.stdout
     assert "planted_backends.py" in result.stdout  # where it was
     # The ledger can expect it like any other failure (a known hang of a PyTorch version).
-    expected = run_suite(*ONE_CASE, *hanging, "--ledger", str(ledger_file(tmp_path, backend=hanging[1])))
+    expected = run_suite(
+        *ONE_CASE, *hanging, "--conformance-ledger", str(ledger_file(tmp_path, backend=hanging[1]))
+    )
     assert expected.returncode == 0, expected.stdout[-3000:]
     assert "1 xfailed" in expected.stdout
 
@@ -168,12 +195,12 @@ def test_a_case_that_hangs_fails_at_its_time_limit_with_where_it_was_and_the_run
 def test_an_expected_failure_whose_outcome_varies_may_pass_without_an_xpass(tmp_path):
     # Eager's own answer can vary from run to run (a CUDA kernel's atomics); such an entry is not strict.
     ledger = ledger_file(tmp_path, varies=True)
-    result = run_suite(*ONE_CASE, "--context", "alone", "--ledger", str(ledger))
+    result = run_suite(*ONE_CASE, "--conformance-context", "alone", "--conformance-ledger", str(ledger))
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 cases: 1 passed, 0 failed, 0 xfailed, 0 xpassed" in result.stdout, result.stdout[-3000:]
 
 
 def test_a_negative_case_time_limit_is_a_usage_error_that_names_it():
-    result = run_suite(*ONE_CASE, "--case-time-limit", "-5")
+    result = run_suite(*ONE_CASE, "--conformance-case-time-limit", "-5")
     assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "--case-time-limit -5: seconds, 0 or more" in result.stderr + result.stdout
+    assert "--conformance-case-time-limit -5: seconds, 0 or more" in result.stderr + result.stdout

@@ -1,0 +1,13 @@
+"""Turns the conformance plugin on for runs that collect from this folder (`pytest conformance/...`,
+`nox -s conformance`). The plugin is not registered as a `pytest11` entry point, so installing the package
+changes no other project's pytest runs; elsewhere, `-p conformance.plugin` turns it on."""
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    # pytest_addoption is historic: a plugin registered here still gets its own call, options included.
+    if not pluginmanager.has_plugin("conformance.plugin"):
+        from conformance import plugin
+
+        pluginmanager.register(plugin, "conformance.plugin")
