@@ -13,6 +13,7 @@ import contextlib
 import pytest
 import torch
 
+from conformance import plugin
 from conformance.bisect import first_disagreeing_node
 from conformance.blocks import BLOCKS, PRECISIONS
 from conformance.runner import resolve_backend
@@ -22,7 +23,7 @@ from conformance.zoo.check import BUDGETS, check_model
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
 def test_block_matches_eager(block, precision, request) -> None:
-    backend_name, device = request.config.getoption("backend"), request.config.getoption("device")
+    backend_name, device = plugin.get(request.config, "backend"), plugin.get(request.config, "device")
     backend = resolve_backend(backend_name)
     result = check_model(block, backend, precision, device)
     if backend_name == "fuser" and result.kernels == 0:

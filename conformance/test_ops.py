@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from conformance import plugin
 from conformance.caseid import CaseKey
 from conformance.catalog import SPECS
 from conformance.runner import NotValidated, run_case
@@ -31,7 +32,7 @@ def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequ
         key.direction,
         key.backend,
         key.device,
-        request.config.getoption("tier"),
+        plugin.get(request.config, "tier"),
     )
     record_property("samples", run.samples)
     if run.ulps is not None:
