@@ -24,8 +24,7 @@ import copy
 import importlib
 import itertools
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -33,6 +32,7 @@ import torch
 from conformance import perturbation
 from conformance.contexts import WRAPPERS
 from conformance.oracle import TOLERANCES, ULP_BUDGET, UNSPECIFIED_VALUES, compare
+from conformance.probe import watching
 from conformance.samples import Sample, generate, iter_samples
 from conformance.specs import OpSpec
 from conformance.values import inf, nan, replicate
@@ -66,20 +66,6 @@ def backend_function(backend: str) -> Callable:
     """The backend as a function of (FX graph, example inputs)."""
     chosen = resolve_backend(backend)
     return torch._dynamo.lookup_backend(chosen) if isinstance(chosen, str) else chosen
-
-
-@contextmanager
-def backend_reports(backend: str) -> Iterator[list]:
-    """The reports of the graphs the backend compiled in this block, each listing the nodes it ran
-    eagerly as `fallbacks` (op, reason), for backends that give them — the fuser, through its public
-    `fuser.collecting` — else none. A case whose op ran that way checked eager against eager."""
-    if backend != "fuser":
-        yield []
-        return
-    import fuser
-
-    with fuser.collecting() as graphs:
-        yield graphs
 
 
 # A fallback reason saying the op is not enabled for this architecture and dtype (the fuser's validation
@@ -120,7 +106,7 @@ class CaseRun:
     notes: list[str] = field(default_factory=list)
     source: str = ""
     # Why the backend ran the op under test eagerly inside its compiled graph (a backend that reports it:
-    # see `backend_reports`): the case then checked eager against eager. Counted in the report.
+    # conformance.probe): the case then checked eager against eager. Counted in the report.
     left_eager: str = ""
 
     @property
@@ -484,7 +470,7 @@ def run_case(
     received: set = set()
     compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
     inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
-    with backend_reports(backend) as graphs:
+    with watching(backend) as watch:
         try:
             outputs = quietly(compiled, *inputs)
             grads = None
@@ -504,7 +490,7 @@ def run_case(
             ) from error
         finally:
             torch._dynamo.reset()
-    left = [reason for graph in graphs for op, reason in graph.fallbacks if op == spec.op]
+    left = [reason for op, reason in watch.left_eager if op == spec.op]
     if left and spec.category != "fallback":  # a fallback op is meant to run eagerly
         result.left_eager = left[0]
 

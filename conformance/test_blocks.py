@@ -26,8 +26,8 @@ def test_block_matches_eager(block, precision, request) -> None:
     backend_name, device = plugin.get(request.config, "backend"), plugin.get(request.config, "device")
     backend = resolve_backend(backend_name)
     result = check_model(block, backend, precision, device)
-    if backend_name == "fuser" and result.kernels == 0:
-        pytest.fail(f"{block.name} {precision}: the fuser launched no kernel, so nothing was checked")
+    if result.kernels == 0:  # conformance.probe: None where the backend cannot say
+        pytest.fail(f"{block.name} {precision}: {backend_name} launched no kernel, so nothing was checked")
     if not result.ok:
         where = first_disagreeing_node(_loss_fn(block, precision, device), backend, BUDGETS[precision])
         raise AssertionError(f"{block.name} {precision}: {result.problem}\n  first disagreement: {where}")

@@ -29,6 +29,7 @@ from torch.utils._pytree import tree_leaves
 from conformance import perturbation
 from conformance.fuzz.program import Program
 from conformance.oracle import TOLERANCES, compare
+from conformance.probe import watching
 from conformance.runner import (
     float64_reference,
     floating_outputs,
@@ -57,12 +58,6 @@ class CountingBackend:
     def __call__(self, graph_module, example_inputs):
         self.graphs += 1
         return self.backend(graph_module, example_inputs)
-
-
-def _fuser_counters():
-    import fuser  # the fuser's public counters, read only when it is the backend under test
-
-    return fuser
 
 
 def tolerance_for(program: Program) -> tuple[float, float] | None:
@@ -129,22 +124,20 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
     )
 
     counting = CountingBackend(resolve_backend(backend))
-    fuser = _fuser_counters() if backend == "fuser" else None
-    if fuser is not None:
-        fuser.reset_counters()
     torch._dynamo.utils.counters.clear()
     inputs = fresh_inputs(made, grad=backward)
     # A fresh Dynamo per program: each program's function is a new code object, and a torch that
     # wraps it in one shared frame (2.11) stops compiling after its recompile limit (8 programs).
     torch._dynamo.reset()
     try:
-        compiled = torch.compile(function, backend=counting, dynamic=False)
-        actual = quietly(compiled, *inputs)
-        grads = None
-        if backward:
-            outputs = floating_outputs(actual)
-            grad_outputs = grad_outputs_for(outputs, program.seed)
-            grads = gradients(outputs, inputs, grad_outputs)
+        with watching(backend) as watch:
+            compiled = torch.compile(function, backend=counting, dynamic=False)
+            actual = quietly(compiled, *inputs)
+            grads = None
+            if backward:
+                outputs = floating_outputs(actual)
+                grad_outputs = grad_outputs_for(outputs, program.seed)
+                grads = gradients(outputs, inputs, grad_outputs)
     except Exception as error:
         message = f"{type(error).__name__}: {str(error)[:2000]}"
         if counting.graphs == 0:  # torch's tracing raised before any backend code ran
@@ -154,8 +147,8 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
     if counting.graphs != 1 or breaks:
         what = "no graph" if counting.graphs == 0 else f"{counting.graphs} graphs ({breaks} graph breaks)"
         return Outcome("vacuous", f"Dynamo handed the backend {what}")
-    if fuser is not None and fuser.counters()["kernels_launched"] == 0:
-        return Outcome("vacuous", "the fuser launched no kernel: every op ran eagerly")
+    if watch.kernels == 0:
+        return Outcome("vacuous", f"{backend} launched no kernel: every op ran eagerly")
 
     tolerance = tolerance_for(program)
     problems = []

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from conformance.probe import watching
 from conformance.zoo.models import ZooModel
 
 
@@ -117,15 +118,6 @@ def _relative(x: torch.Tensor, reference: torch.Tensor, floor: float = 0.0) -> f
     return error / scale if scale else error
 
 
-def _fuser_counters() -> Callable[[], dict] | None:
-    # The fuser's public counters, when it is the backend under test: kernels and fallbacks per step.
-    try:
-        import fuser
-    except ImportError:
-        return None
-    return fuser
-
-
 def _timed(fn: Callable[[], object], device: str, repeats: int = 3) -> float:
     # Wall time of a warm forward and backward, median of `repeats` (a CUDA queue drained around each).
     times = []
@@ -171,7 +163,6 @@ def check_model(
         batch = _on(batch, device, torch.bfloat16)
     eager_loss, eager_grads = _loss_and_grads(eager_model, batch, zoo, precision)
 
-    fuser = _fuser_counters() if name == "fuser" else None
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     compiled = torch.compile(compiled_model, backend=backend)
@@ -179,12 +170,9 @@ def check_model(
         start = time.perf_counter()
         loss, grads = _loss_and_grads(compiled, batch, zoo, precision)
         result.compile_seconds = time.perf_counter() - start
-        if fuser is not None:
-            fuser.reset_counters()
-        loss, grads = _loss_and_grads(compiled, batch, zoo, precision)
-        if fuser is not None:
-            counts = fuser.counters()
-            result.kernels, result.fallbacks = counts["kernels_launched"], counts["fallbacks"]
+        with watching(name) as watch:  # the warm step: kernels and fallbacks per step
+            loss, grads = _loss_and_grads(compiled, batch, zoo, precision)
+        result.kernels, result.fallbacks = watch.kernels, watch.fallbacks
     except Exception as error:  # a model the backend cannot compile is one failed row, not the end
         result.problem = _first_line(error)
         return result

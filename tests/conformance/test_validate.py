@@ -279,7 +279,10 @@ def test_a_batch_writes_one_op_s_entry_and_fails_only_its_planted_op(tmp_path, m
     written = entries(tmp_path)
     assert list(written) == [clean] and written[clean] == entries(alone)[clean]  # as one op's run writes it
     assert f"{planted}: nothing written; failing cases" in out
-    assert f"{planted}-int8-alone-fwd: failed" in out and f"--op {planted} --dtype int8" in out
+    assert (
+        f"{planted}-int8-alone-fwd: failed" in out
+        and f"--conformance-op {planted} --conformance-dtype int8" in out
+    )
     progress = json.loads((tmp_path / "progress.json").read_text())
     assert progress[clean]["outcome"] == "validated" and progress[planted]["outcome"] == "failed"
     assert [p for p in manifest_check.problems(tmp_path / "cpu.toml") if "no entry in" not in p] == []
