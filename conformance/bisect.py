@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
-from conformance.zoo.check import Budget
+from conformance.policy import Budget
 
 
 @dataclass

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from conformance.oracle import TOLERANCES, compare
+from conformance.oracle import compare
+from conformance.policy import TOLERANCES
 from conformance.runner import CaseRun, resolve_backend
 
 STEPS = 5

@@ -55,20 +55,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-K = 2.0
-ULP_K = 2.0  # rule 6: a backend may be twice as many ulps off as eager, or the op's budget
-# Rule 6's default budget, in ulps of a result's largest magnitude: a fused kernel evaluates the same
-# formula in the same precision with its own rounding order and its own libdevice; a spec may raise it,
-# with a reason (an approximation that trades ulps for speed gets its own, reasoned budget).
-ULP_BUDGET = 8.0
-ULP_DTYPES = (torch.float32, torch.float64)
-TOLERANCES = {  # torch.testing.assert_close's defaults: (rtol, atol)
-    torch.float16: (1e-3, 1e-5),
-    torch.bfloat16: (1.6e-2, 1e-5),
-    torch.float32: (1.3e-6, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-}
-
+from conformance.policy import TOLERANCES, ULP_DTYPES, ULP_K, K  # the policy; this module applies it
 
 # Input values a spec may name in `unspecified_at`, and how to find them in a float64 tensor.
 UNSPECIFIED_VALUES = {

@@ -31,7 +31,8 @@ import torch
 
 from conformance import perturbation
 from conformance.contexts import WRAPPERS
-from conformance.oracle import TOLERANCES, ULP_BUDGET, UNSPECIFIED_VALUES, compare
+from conformance.oracle import UNSPECIFIED_VALUES, compare
+from conformance.policy import SIGNLESS_CONTEXTS, ULP_BUDGET, loosest_tolerance
 from conformance.probe import watching
 from conformance.samples import Sample, generate, iter_samples
 from conformance.specs import OpSpec
@@ -608,11 +609,6 @@ def ulp_budget_for(spec: OpSpec) -> float | None:
     return ULP_BUDGET if spec.family == "elementwise" else None
 
 
-# Contexts whose max over the op's results (or inputs) may return +0.0 or -0.0 for a tie of zeros:
-# eager's sign there is the order its loop ran in, not an answer (the oracle's rule 5 is off).
-SIGNLESS_CONTEXTS = ("into_reduction", "from_reduction")
-
-
 def unspecified_mask(spec: OpSpec, sample: Sample, direction: str) -> torch.Tensor | None:
     """Where eager has no one answer for this sample (the spec's `unspecified_at`): True, in the inputs'
     broadcast shape, where a named argument holds one of its named values (a Python number everywhere)."""
@@ -672,10 +668,7 @@ def tolerance_for(spec: OpSpec, dtype: str, inputs: list, output) -> tuple[float
     float64 result computed from float32 inputs is only as exact as float32 arithmetic."""
     if spec.tolerance and dtype in spec.tolerance:
         return spec.tolerance[dtype]
-    involved = [t.dtype for t in [*inputs, *_tensors(output)] if t.dtype in TOLERANCES]
-    if not involved:
-        return None
-    return max((TOLERANCES[d] for d in involved), key=lambda rtol_atol: rtol_atol[0])
+    return loosest_tolerance(t.dtype for t in [*inputs, *_tensors(output)])
 
 
 def _tensors(value) -> list[torch.Tensor]:

@@ -66,7 +66,7 @@ class OpSpec:
     unspecified_at: dict[str, dict[str, tuple[str, ...]]] | None = None
     unspecified_reason: str = ""
     # The oracle's precision rule (rule 6): this op's budget in ulps of a result's scale, where the
-    # default (oracle.ULP_BUDGET) is too tight for a legitimate lowering — with the reason.
+    # default (policy.ULP_BUDGET) is too tight for a legitimate lowering — with the reason.
     ulp_budget: float | None = None
     ulp_reason: str = ""
     # The oracle's rule 5 (zero signs) applies to ops whose zero results have a sign IEEE 754 defines

@@ -16,8 +16,9 @@ import torch
 from conformance import plugin
 from conformance.bisect import first_disagreeing_node
 from conformance.blocks import BLOCKS, PRECISIONS
+from conformance.policy import BUDGETS
 from conformance.runner import resolve_backend
-from conformance.zoo.check import BUDGETS, check_model
+from conformance.zoo.check import check_model
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

@@ -28,7 +28,8 @@ from torch.utils._pytree import tree_leaves
 
 from conformance import perturbation
 from conformance.fuzz.program import Program
-from conformance.oracle import TOLERANCES, compare
+from conformance.oracle import compare
+from conformance.policy import loosest_tolerance
 from conformance.probe import watching
 from conformance.runner import (
     float64_reference,
@@ -62,8 +63,7 @@ class CountingBackend:
 
 def tolerance_for(program: Program) -> tuple[float, float] | None:
     """The loosest default among the floating dtypes any value of the program has."""
-    found = [TOLERANCES[DTYPES[d]] for d in program.dtypes if DTYPES.get(d) in TOLERANCES]
-    return max(found, key=lambda rtol_atol: rtol_atol[0]) if found else None
+    return loosest_tolerance(DTYPES[d] for d in program.dtypes if d in DTYPES)
 
 
 def meta_mismatch(function: Callable, made: list, expected) -> str | None:

@@ -1,7 +1,7 @@
 """Write a failing program as `repro_<id>.py`: a script that needs only torch and the backend's name.
 
 It holds the program's source, its inputs (saved by torch with their exact layouts: strides, storage
-offsets and the nan-filled gaps), and a compact copy of the oracle's rules, so it prints the program,
+offsets and the nan-filled gaps), and a compact copy of the oracle's rules (its numbers from conformance.policy), so it prints the program,
 runs it under eager, the float64 reference and the backend, and exits 1 with the same complaint while
 the bug is there. The id is a hash of the shrunk program: one file per distinct failure.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from conformance import policy
 from conformance.fuzz.program import Program
 
 TEMPLATE = '''\
@@ -41,6 +42,7 @@ import torch
 BACKEND = {backend!r}
 DEVICE = {device!r}
 RTOL, ATOL = {tolerance!r}
+K = {k!r}  # conformance.policy.K: as far from float64 as eager, times K
 BACKWARD = {backward!r}  # also compare the gradients of every floating input
 SEED = {seed!r}  # of the gradients flowing into the outputs
 
@@ -106,7 +108,7 @@ def differ(a, e, r):
         return ""
     if r64 is not None:
         both = finite & r64.isfinite()
-        if both.any() and (a64 - r64).abs()[both].max() <= 2 * (e64 - r64).abs()[both].max() + ATOL:
+        if both.any() and (a64 - r64).abs()[both].max() <= K * (e64 - r64).abs()[both].max() + ATOL:
             return ""
     worst = int(torch.where(far, (a64 - e64).abs(), -1.0).reshape(-1).argmax())
     return (
@@ -182,6 +184,7 @@ def write_repro(
         ),
         message=textwrap.indent(message.strip(), "    "),
         tolerance=tolerance or (0.0, 0.0),
+        k=policy.K,
         backward=backward and program.differentiable,
         seed=program.seed,
         source=program.source().rstrip(),

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"zoo: skipped: {problem}")
         return 2
-    from conformance.zoo.check import BUDGETS, check_model
+    from conformance.policy import BUDGETS
+    from conformance.zoo.check import check_model
     from conformance.zoo.models import BY_NAME, ZOO
     from conformance.zoo.report import markdown, write
 

@@ -22,35 +22,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from conformance.policy import BUDGETS, SMALL_GRADIENT, TRAINING, Budget
 from conformance.probe import watching
 from conformance.zoo.models import ZooModel
-
-
-@dataclass(frozen=True)
-class Budget:
-    factor: float
-    floor: float
-    why: str
-
-
-BUDGETS = {
-    # Reordered float32 sums (a fused reduction, a split one) move a gradient by a few ulps of its
-    # largest terms; four times eager's own distance from float64 leaves room for that and no more.
-    "fp32": Budget(4.0, 1e-5, "reordered float32 sums; eager's own error times 4"),
-    # Under autocast the matmuls run in bfloat16 in both; a backend that keeps fused intermediates in
-    # float32 is closer than eager, one that rounds twice is further: twice eager's error.
-    "bf16": Budget(2.0, 1e-2, "bfloat16 matmuls in both; one extra rounding per fused group allowed"),
-    # Parameters and inputs in bfloat16 (no autocast): every op rounds to bfloat16 in eager, while a fused
-    # group keeps its intermediates in float32 and rounds once, so a backend is usually closer; twice.
-    "bf16-params": Budget(2.0, 1e-2, "bfloat16 everywhere in both; fused groups round once"),
-}
-# A parameter's gradient is judged relative to its own scale, or to this fraction of the model's largest
-# gradient where its own is smaller (zero in exact arithmetic, it would make any rounding look infinite).
-SMALL_GRADIENT = 1e-3
-# A training run is judged like an fp32 gradient: the backend's loss curve may leave float64's curve by
-# four times as much as eager's does, plus 1e-3 of the loss. Runs are chaotic (batch norm over a batch of
-# two): any rounding difference grows step by step, so eager's drift is one sample of that growth.
-TRAINING = Budget(4.0, 1e-3, "eager's own drift from a float64 run, times 4")
 
 
 @dataclass

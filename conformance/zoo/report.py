@@ -7,7 +7,8 @@ import json
 import math
 from pathlib import Path
 
-from conformance.zoo.check import BUDGETS, TRAINING, ZooResult
+from conformance.policy import BUDGETS, TRAINING
+from conformance.zoo.check import ZooResult
 
 
 def _number(value, digits: str = ".1f") -> str:

@@ -11,7 +11,8 @@ import torch
 
 import fuser.codegen
 from conformance import perturbation
-from conformance.oracle import TOLERANCES, compare
+from conformance.oracle import compare
+from conformance.policy import TOLERANCES
 from conformance.runner import _rounded_like
 
 F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
