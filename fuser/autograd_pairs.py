@@ -80,6 +80,23 @@ def saved_output_pairs() -> tuple[SavedOutputPair, ...]:
     return tuple(dict.fromkeys(pairs))
 
 
+@functools.cache
+def backward_ops() -> dict[torch._ops.OpOverload, tuple[torch._ops.OpOverload, ...]]:
+    """For each forward op, the aten backward ops its autograd formulas call (`logit` -> `logit_backward`):
+    an op's gradient kernels are built from their decompositions."""
+    found: dict[torch._ops.OpOverload, list[torch._ops.OpOverload]] = {}
+    for entry in yaml.safe_load(DERIVATIVES.read_text()):
+        forward = _overload(entry["name"].split("(")[0])
+        if forward is None:
+            continue
+        outputs = _output_names(forward)
+        for key, formula in entry.items():
+            if key in _FORMULA_KEYS_THAT_ARE_NOT_FORMULAS or key in outputs or not isinstance(formula, str):
+                continue
+            found.setdefault(forward, []).extend(_called_ops(formula))
+    return {forward: tuple(dict.fromkeys(ops)) for forward, ops in found.items()}
+
+
 def split_pairs(table: dict) -> list[SavedOutputPair]:
     """The pairs `table` decomposes by halves: the forward decomposed while its backward op stays an op."""
     return [p for p in saved_output_pairs() if p.forward in table and p.backward not in table]

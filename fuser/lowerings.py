@@ -173,7 +173,27 @@ def describe(name: str, arch: str) -> str:
     dtypes = tuple(DTYPES_BY_NAME[d] for d in lowerings()[name].dtypes)
     kernels = "\n".join(probes.emitted(name, overload, dtypes, "cpu" if arch == "cpu" else "cuda"))
     shims = _interpreter_shims(kernels) if arch == "cpu" else []
-    return "\n".join([_table_entry(overload), kernels, *_helpers(kernels, arch), *shims])
+    gradients = _backward_decompositions(overload)
+    return "\n".join([_table_entry(overload), kernels, *_helpers(kernels, arch), *shims, *gradients])
+
+
+def _backward_decompositions(overload) -> list[str]:
+    """The normalized source of the fuser's own decompositions of the op's backward ops (`logit_backward`,
+    `sigmoid_backward`: fuser.backend): the op's gradient kernels are built from them, and its probes
+    emit only forward kernels. torch's stock decompositions are not included (a torch upgrade changes
+    the source key, not an op's fingerprint). Empty for most ops, whose fingerprints this leaves as
+    they were."""
+    from fuser.autograd_pairs import backward_ops
+    from fuser.backend import decomposition_table
+
+    table = decomposition_table()
+    found = []
+    for backward in backward_ops().get(overload, ()):
+        decomposition = table.get(backward)
+        if getattr(decomposition, "__module__", None) == "fuser.backend":
+            source = probes.normalized(textwrap.dedent(inspect.getsource(decomposition)))
+            found.append(f"{backward}: {source}")
+    return found
 
 
 def source_key() -> str:

@@ -157,3 +157,21 @@ def test_a_fingerprint_is_the_same_in_every_process():
     (tables_a, prints_a), (tables_b, prints_b) = found
     assert [n for n in tables_a if tables_a[n] != tables_b[n]] == []
     assert [n for n in prints_a if prints_a[n] != prints_b[n]] == []
+
+
+def test_a_change_to_an_ops_gradient_decomposition_stales_that_op_alone(monkeypatch):
+    # logit's gradient kernels are built from the fuser's own logit_backward decomposition, which its
+    # probes (forward kernels) never emit: a bug there must stale logit's entries, and nothing else's.
+    from fuser.backend import decomposition_table
+
+    names = ("aten.logit.default", "aten.sigmoid.default", "aten.neg.default")
+    before = {name: compute_fingerprint(name, "cpu") for name in names}
+
+    def planted(grad, x, eps=None):
+        return grad * x * (1 - x)
+
+    planted.__module__ = "fuser.backend"
+    monkeypatch.setitem(decomposition_table(), torch.ops.aten.logit_backward.default, planted)
+    after = {name: compute_fingerprint(name, "cpu") for name in names}
+    assert after["aten.logit.default"] != before["aten.logit.default"]
+    assert [after[n] for n in names[1:]] == [before[n] for n in names[1:]]
