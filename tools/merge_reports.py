@@ -1,6 +1,6 @@
 """Merge the JSON reports of a sharded conformance run (`--shard K/N`, one report per shard) into one:
 
-    python tools/merge_reports.py shard1.json shard2.json shard3.json --out docs/records/NAME
+    python tools/merge_reports.py shard1.json shard2.json shard3.json --out records/NAME
 
 writes NAME.md (the whole run's matrix, as `nox -s conformance` writes it) and NAME.json (meta, totals
 and each op's counts for the whole run, each shard's meta, and the failed, errored and not validated

@@ -53,7 +53,7 @@ def warm_call_launches(workload_name: str, **options) -> tuple[dict[str, int], s
     return launched, unvalidated(graphs)
 
 
-# Every workload's ops are validated on cpu (their fixes: docs/records/validate-cpu-batch-2026-11-27.md),
+# Every workload's ops are validated on cpu (their fixes: records/validate-cpu-batch-2026-11-27.md),
 # so the defaults launch what opting in launches; a stale or failed entry fails this, naming the op.
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_with_no_opt_in_a_gate_workload_launches_as_many_kernels_as_with_fuse(name):
