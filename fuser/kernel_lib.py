@@ -30,7 +30,7 @@ def _unflush_scale(x, y):
 def atan2(y, x):
     # atan2 depends only on the ratio, so scaling both operands by a power of two changes nothing. Even
     # with subnormals kept, libdevice's atan2 differed from eager's at 5 of 100 pairs of tiny operands on
-    # the H100 (tools/probe_reflect_ftz.py); scaled out of the subnormal range, it matches.
+    # the H100 (tools/probes/reflect_ftz.py); scaled out of the subnormal range, it matches.
     y, x = tl.broadcast(y, x)
     s = _unflush_scale(y, x)
     return libdevice.atan2(y * s, x * s)

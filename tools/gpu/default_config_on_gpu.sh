@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/default-config}
 TIER=${TIER:-gpu}
 unset FUSER_UNVALIDATED  # nothing set: the fuser's defaults (the opted-in processes set it themselves)
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 if [[ $TIER == gpu ]]; then
     step env 60 0 bash -c versions

@@ -7,7 +7,7 @@
 # Writes $OUT/validate.log, $OUT/<arch>.toml (the manifest after the run), $OUT/versions.txt, and
 # $OUT/validate-state.tar.gz (the batch's progress state and per-op logs).
 set -uo pipefail
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 versions | tee "$OUT/versions.txt"
 WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The FX graphs the fuser gets for conformance cases that fail on CUDA but pass on CPU, to diff against
 # the CPU's: each case once with TORCH_LOGS=graph_code,aot_graphs, its log in $OUT/<case>.log.
-#   OUT=/tmp/graphs bash tools/graphs_on_gpu.sh "aten.narrow.default float32 from_reduction fwd" ...
+#   OUT=/tmp/graphs bash tools/gpu/graphs_on_gpu.sh "aten.narrow.default float32 from_reduction fwd" ...
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/graphs}
 DEVICE=${DEVICE:-cuda}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 for spec in "$@"; do
     read -r op dtype context direction <<<"$spec"

@@ -12,15 +12,15 @@
 #   families   the quick tier of the families models lean on (losses, created tensors, indexing, random
 #              ops, extern fallbacks) under the fuser and the default backend, $FAMILY_WORKERS each (issue 16)
 #   fuzz       the fuzzer's `ci` profile against the fuser and the default backend on CUDA (issue 15)
-#   probes     open CUDA questions: tools/probe_index_fill_cuda.py, and the ops named in $PROBE_OPS
+#   probes     open CUDA questions: tools/probes/index_fill_cuda.py, and the ops named in $PROBE_OPS
 #              (default: i0, i0_, index_fill.int_Tensor) through the conformance suite under the fuser
 # JOBS picks jobs (default: zoo validate optim). Everything lands in $OUT, packed into one archive.
-#   OUT=$OUT bash tools/gpu_correctness.sh
+#   OUT=$OUT bash tools/gpu/gpu_correctness.sh
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/gpu-correctness}
 TOTAL_S=${TOTAL_S:-530}  # jobs stop by then: the bundling and the manifest copy must fit in the call (600 s)
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 export OMP_NUM_THREADS=2
 versions 2>&1 | tee "$OUT/versions.txt"
@@ -72,7 +72,7 @@ if [[ " $JOBS " == *" optim "* ]]; then
 fi
 
 if [[ " $JOBS " == *" probes "* ]]; then
-    job probe-index-fill "$PYTHON" tools/probe_index_fill_cuda.py
+    job probe-index-fill "$PYTHON" tools/probes/index_fill_cuda.py
     read -ra probe_ops <<<"${PROBE_OPS:-aten.i0.default aten.i0_.default aten.index_fill.int_Tensor}"
     job probe-ops env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --conformance-device cuda --conformance-backend fuser \
         --conformance-tier full -n 2 -q -rf -p no:cacheprovider -p no:benchmark "${probe_ops[@]/#/--conformance-op=}"

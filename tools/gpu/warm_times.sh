@@ -2,9 +2,9 @@
 # How long each perf-gate workload takes to compile cold on this GPU machine: every workload's warm-up
 # (perfgate.worker with "warm": true) in its own process, all at once, Triton's and the fuser's caches
 # emptied first. Prints "workload seconds" as each finishes.
-#   LIMIT_S=300 bash tools/warm_times.sh
+#   LIMIT_S=300 bash tools/gpu/warm_times.sh
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 PYTHON=${PYTHON:-python3}
 rm -rf ~/.triton/cache "${TMPDIR:-/tmp}"/fuser-kernels-*
 spec_dir=$(mktemp -d)

@@ -1,7 +1,7 @@
 """Does Triton's `enable_reflect_ftz=False` launch option keep float32 subnormals in libdevice, and at
 what cost? (The fuser's per-op subnormal helpers in fuser/kernel_lib.py exist because of this option.)
 
-    python3 tools/probe_reflect_ftz.py          # on a CUDA machine; prints a table
+    python3 tools/probes/reflect_ftz.py          # on a CUDA machine; prints a table
 
 For each libdevice function: how many of a set of subnormal-heavy inputs give a result other than eager's
 CUDA kernel (bitwise, nan = nan), with the option at Triton's default (True) and off. Then the time of a

@@ -5,17 +5,17 @@
 #                BENCH_ARGS replaces its arguments;
 #   gap          benchmarks/launch_gap.py (kernel time after a flush and back to back, launch shapes,
 #                launch settings against the default backend); GAP_ARGS replaces its arguments;
-#   ftz          tools/probe_reflect_ftz.py;
+#   ftz          tools/probes/reflect_ftz.py;
 #   tests        the fuser's tests on CUDA (TESTS: which, default tests/fuser);
 #   conformance  the suite's speed on this box: full tier, shard 1/32, for CONFORMANCE_S seconds;
 #   profile      one conformance case under cProfile with an empty Triton cache (where a case's time goes).
-#   OUT=/tmp/gpu-checks STEPS="env bench tests" bash tools/gpu_checks.sh    (STEPS: only those; TOTAL_S:
+#   OUT=/tmp/gpu-checks STEPS="env bench tests" bash tools/gpu/gpu_checks.sh    (STEPS: only those; TOTAL_S:
 #   the whole run's limit, default 580 s). Each step's output lands in $OUT/<step>.log; all of $OUT is
 #   packed into one archive at the end (the device tool brings back at most 8 files).
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/gpu-checks}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 
 BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --workload chain --workload add_layer_norm
@@ -29,7 +29,7 @@ GAP_ARGS=${GAP_ARGS:-"--workload add_layer_norm --setting GPU_ELEMENTS_PER_WARP=
     --setting GPU_ROW_ELEMENTS=8192,GPU_ELEMENTS_PER_WARP=1024"}
 # shellcheck disable=SC2086
 step gap "${GAP_S:-180}" 0 "$PYTHON" benchmarks/launch_gap.py --out "$OUT/gap" $GAP_ARGS
-step ftz 60 0 "$PYTHON" tools/probe_reflect_ftz.py
+step ftz 60 0 "$PYTHON" tools/probes/reflect_ftz.py
 step tests "${TESTS_S:-180}" 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest ${TESTS:-tests/fuser} -q -n 14 \
     -p no:cacheprovider
 step conformance "${CONFORMANCE_S:-150}" 0 "$PYTHON" -m pytest conformance/test_ops.py --conformance-backend fuser \

@@ -15,15 +15,15 @@
 #   FRESH=1 empties Triton's and the fuser's kernel caches before the first gate (a fresh machine's state);
 #   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
 #      (with the time left; STEPS=spread runs it alone).
-# Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/perfgate_on_gpu.sh
+# Run from the repository root: OUT=/tmp/perfgate-gpu bash tools/gpu/perfgate_on_gpu.sh
 # Each step's output lands in $OUT/<step>.log, its reports in $OUT/<step>/ (report.md, ratios.png,
 # head.json, base.json), exit statuses in $OUT/steps.txt; the last lines are a table of the results.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/perfgate-gpu}
 TOTAL_S=${TOTAL_S:-540}
 WORKLOADS=${WORKLOADS:-"pointwise_chain bias_gelu softmax rms_norm add_layer_norm"}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 step env 60 0 bash -c versions
 

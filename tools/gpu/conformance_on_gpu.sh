@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The recorded GPU run of the conformance suite: the fuser, on CUDA, full tier (or what "$@" selects),
 # over every GPU of the machine (xdist worker k on GPU k mod the count).
-#   OUT=/tmp/conformance-gpu WORKERS=62 bash tools/conformance_on_gpu.sh --shard 1/3
+#   OUT=/tmp/conformance-gpu WORKERS=62 bash tools/gpu/conformance_on_gpu.sh --shard 1/3
 # The report (JSON + Markdown), the pytest log and the versions land in $OUT; tools/merge_reports.py
 # merges the shards' reports.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/conformance-gpu}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 export FUSER_STRICT=1
 versions 2>&1 | tee "$OUT/env.txt"

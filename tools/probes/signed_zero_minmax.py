@@ -2,7 +2,7 @@
 machine's devices, and what the fuser gives: the fuzzer found eager's CPU choice depends on the loop
 (vectorized body: the second operand; scalar path, 0-d, tails: the first; docs/fuzz.md).
 
-    FUSER_UNVALIDATED=fuse python tools/probe_signed_zero_minmax.py      # CPU, and CUDA where present
+    FUSER_UNVALIDATED=fuse python tools/probes/signed_zero_minmax.py      # CPU, and CUDA where present
 
 Prints, per op, layout and device, how many result elements are -0.0 when the first operand is -0.0 and
 the second +0.0 (all -0: eager took the first), under eager and under the fuser, and whether the signs agree.

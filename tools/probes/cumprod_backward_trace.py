@@ -2,7 +2,7 @@
 `aot_eager` (no fusion compiler involved): on torch 2.11 with CUDA the conformance case with a
 (3, 20000) sample never finished compiling (docs/conformance.md, 2026-11-26 session 5).
 
-    python tools/probe_cumprod_backward_trace.py [--limit-s 60]
+    python tools/probes/cumprod_backward_trace.py [--limit-s 60]
 
 Prints seconds to compile and run forward + backward once, per device and length, and the number of
 nodes in the backward graph; stops growing a device's length once one takes longer than the limit.

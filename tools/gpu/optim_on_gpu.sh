@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 13's recorded GPU run (docs/gpu-runs.md, "to be measured"): compiled optimizer steps on CUDA.
-#   OUT=$OUT bash tools/optim_on_gpu.sh   (STEPS="env tests conformance-fuser conformance-inductor bench" picks)
+#   OUT=$OUT bash tools/gpu/optim_on_gpu.sh   (STEPS="env tests conformance-fuser conformance-inductor bench" picks)
 #   env          versions;
-#   warm         tools/warm_times.sh with horizontal fusion on: each perf-gate workload's cold compile
+#   warm         tools/gpu/warm_times.sh with horizontal fusion on: each perf-gate workload's cold compile
 #                (caches emptied), adam_step's and sgd_momentum_step's included (WARM_LIMIT_S caps it);
 #   tests        the optimizer, in-place and horizontal tests on CUDA (horizontal fusion on: they set it);
 #   conformance-fuser, conformance-inductor: the optimizer-step programs on CUDA under the fuser and the default backend;
@@ -15,12 +15,12 @@
 #                tools/optim_medians.py: median and range per variant, details under $OUT/bench3/run*.
 # Everything lands in $OUT (one archive at the end).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/optim-on-gpu}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 step env 30 0 bash -c versions
-step warm "${WARM_LIMIT_S:-130}" 300 env FUSER_HORIZONTAL=1 LIMIT_S="${WARM_LIMIT_S:-130}" bash tools/warm_times.sh
+step warm "${WARM_LIMIT_S:-130}" 300 env FUSER_HORIZONTAL=1 LIMIT_S="${WARM_LIMIT_S:-130}" bash tools/gpu/warm_times.sh
 step tests 120 300 env FUSER_TEST_DEVICE=cuda FUSER_STRICT=1 "$PYTHON" -m pytest -q -n 8 -p no:cacheprovider \
     tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py tests/fuser/test_cuda_graphs.py
 for backend in fuser inductor; do

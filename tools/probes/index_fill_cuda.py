@@ -1,6 +1,6 @@
 """Probe (issue 16 follow-up): index_fill.int_Tensor's gradient for `value` under the fuser on CUDA.
 
-    FUSER_UNVALIDATED=fuse FUSER_LOG=1 python tools/probe_index_fill_cuda.py
+    FUSER_UNVALIDATED=fuse FUSER_LOG=1 python tools/probes/index_fill_cuda.py
 
 Prints the backward graph the fuser receives, its log, and the compiled against eager gradient.
 """

@@ -2,16 +2,16 @@
 # The conformance quick tier under the fuser on one GPU, timed from empty kernel caches (Triton's and the
 # fuser's) and then again with the caches that run filled, as a CI cache or a developer's machine keeps
 # them between runs (issue 14, item 7). Each run's report and log land in $OUT/<run>/.
-#   OUT=$OUT bash tools/quick_tier_timing.sh [pytest options, e.g. --shard 1/4]   # RUNS="cold warm", WORKERS=15
+#   OUT=$OUT bash tools/gpu/quick_tier_timing.sh [pytest options, e.g. --shard 1/4]   # RUNS="cold warm", WORKERS=15
 # Each process's start-up, collection and tests are written to $OUT/<run>/timeline (tools/pytest_timeline.py).
 # A case fails after CASE_TIME_LIMIT_S (default 60 s; the slowest case from empty caches took 28 s on an
 # H100): torch 2.11 never finishes compiling cumprod's backward (ledgered), and it must not hold the run.
 # The cold run alone fills most of a 10-minute device call; the warm run can then be the next call on
 # the same machine (RUNS=warm keeps the caches, which live under /tmp while the machine is held).
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/quick-tier-timing}
-source tools/gpu_lib.sh
+source tools/gpu/lib.sh
 gpu_setup
 export FUSER_STRICT=1
 versions 2>&1 | tee "$OUT/env.txt"

@@ -1,5 +1,5 @@
 """Whether a compiled SGD-momentum / AdamW step over 200 CUDA tensors replays the fuser's CUDA graph,
-and its ms per step (host-bound for SGD): `python tools/probe_optimizer_graph_replays.py [sgd|adamw]`."""
+and its ms per step (host-bound for SGD): `python tools/probes/optimizer_graph_replays.py [sgd|adamw]`."""
 
 import os
 import sys
