@@ -7,6 +7,7 @@ import logging
 
 import pytest
 import torch
+from shared_checks import fused_matches_eager
 
 import fuser
 from fuser import inplace
@@ -43,19 +44,6 @@ def test_an_adam_step_writes_parameters_and_state_in_place_with_no_copies(device
     assert counts["kernels_launched"] == 2 and counts["extern_calls"] == 4 * len(sizes), counts
 
 
-def _check(fn, *inputs):
-    """`fn` compiled gives eager's result and leaves its inputs as eager leaves them."""
-    expected_inputs = [t.clone() for t in inputs]
-    expected = fn(*expected_inputs)
-    launched = fuser.counters()["kernels_launched"]
-    got = torch.compile(fn, backend="fuser")(*inputs)
-    assert fuser.counters()["kernels_launched"] > launched, "no kernel ran: eager checked against eager"
-    torch.testing.assert_close(got, expected)
-    for have, want in zip(inputs, expected_inputs, strict=True):
-        torch.testing.assert_close(have, want)
-    return got
-
-
 def test_members_stored_into_inputs_another_member_reads_see_the_old_values(device):
     # m1 is stored into a, m2 reads a: loaded after a's store, it would read m1 (a swap came out 2b, 2b+1).
     def swap_ish(a, b):
@@ -65,7 +53,7 @@ def test_members_stored_into_inputs_another_member_reads_see_the_old_values(devi
         b.copy_(m2)
 
     a, b = torch.randn(33, device=device), torch.randn(33, device=device)
-    _check(swap_ish, a, b)
+    fused_matches_eager(swap_ish, a, b)
     assert fuser.counters()["extern_calls"] == 0
 
 
@@ -77,7 +65,7 @@ def test_a_reader_of_the_old_value_after_the_writing_kernel_keeps_the_copy_eager
         return out
 
     with caplog.at_level(logging.INFO, logger="fuser"):
-        _check(update_and_use_old, torch.randn(50, device=device))
+        fused_matches_eager(update_and_use_old, torch.randn(50, device=device))
     assert "reads its target's old value after the writing kernel" in caplog.text
     (reason,) = [r for op, r in fuser.explain(update_and_use_old, torch.randn(50)).fallbacks if "copy_" in op]
     assert reason == "not written in place: add reads its target's old value after the writing kernel"
@@ -91,7 +79,7 @@ def test_a_new_value_that_is_also_returned_does_not_alias_the_input(device, capl
 
     x = torch.randn(10, device=device)
     with caplog.at_level(logging.INFO, logger="fuser"):
-        y = _check(update_and_return, x)
+        y = fused_matches_eager(update_and_return, x).result
     assert y.data_ptr() != x.data_ptr()
     assert "also a graph output" in caplog.text
 
@@ -135,4 +123,4 @@ def test_copy_into_an_input_casts_and_broadcasts_as_eager_does(device, source):
     def copy_into(x):
         x.copy_(source(x))
 
-    _check(copy_into, torch.randn(4, 4, device=device))
+    fused_matches_eager(copy_into, torch.randn(4, 4, device=device))

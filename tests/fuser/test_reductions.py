@@ -5,28 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from shared_checks import fused_matches_eager
 
 import fuser
 import fuser.runtime
-
-
-def explain_and_check(program, *args, **tolerance):
-    launched = fuser.counters()["kernels_launched"]
-    report = fuser.explain(program, *args)
-    # A program the fuser ran eagerly would match eager vacuously (an op left eager because it is not
-    # validated also fails the test: tests/fuser/conftest.py).
-    assert fuser.counters()["kernels_launched"] > launched, f"no kernel ran\n{report}"
-    expected = program(*args)
-    for g, e in zip(_flat(report.result), _flat(expected), strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        torch.testing.assert_close(g, e, equal_nan=True, **tolerance)
-    return report
-
-
-def _flat(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    return [t for item in value for t in _flat(item)]
 
 
 def softmax(x):
@@ -57,7 +39,7 @@ def rms_norm(x, w):
 )
 def test_each_normalization_is_one_kernel(name, program, shapes, device):
     args = [torch.randn(s, device=device) for s in shapes]
-    report = explain_and_check(program, *args, atol=1e-5, rtol=1e-4)
+    report = fused_matches_eager(program, *args, atol=1e-5, rtol=1e-4)
     assert report.num_kernels == 1, str(report)
     assert report.eager_calls == []
 
@@ -82,7 +64,7 @@ def test_layer_norm_forward_and_backward_take_at_most_three_kernels(device):
 
 def test_a_reduction_feeding_a_matmul_is_one_kernel_and_one_extern_call(device):
     x, w = torch.randn(33, 20, device=device), torch.randn(20, 7, device=device)
-    report = explain_and_check(lambda x, w: torch.softmax(x, -1) @ w, x, w, atol=1e-5, rtol=1e-4)
+    report = fused_matches_eager(lambda x, w: torch.softmax(x, -1) @ w, x, w, atol=1e-5, rtol=1e-4)
     assert report.num_kernels == 1
     assert report.eager_calls == ["aten.mm.default"]
 
@@ -117,22 +99,24 @@ SHAPES = {
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_every_reduction_matches_eager_on_every_row_shape(reduction, shape, device):
     x = torch.randn(SHAPES[shape], device=device)
-    report = explain_and_check(REDUCTIONS[reduction], x, atol=1e-4, rtol=1e-4)
+    report = fused_matches_eager(REDUCTIONS[reduction], x, atol=1e-4, rtol=1e-4)
     assert report.fallbacks == []
 
 
 def test_a_row_of_a_million_elements_uses_the_looped_kernel(device):
     x = torch.randn(1, 2**20, device=device)
-    report = explain_and_check(softmax, x, atol=1e-6, rtol=1e-4)
+    report = fused_matches_eager(softmax, x, atol=1e-6, rtol=1e-4)
     assert "looped kernel" in report.sources[0]
 
 
 def test_only_persistent_row_kernels_ask_l2_to_keep_their_rows(device):
     x = torch.randn(3, 1000, device=device)
-    persistent = explain_and_check(softmax, x, atol=1e-6, rtol=1e-4).sources[0]
+    persistent = fused_matches_eager(softmax, x, atol=1e-6, rtol=1e-4).sources[0]
     loads = [line for line in persistent.splitlines() if "tl.load(" in line]
     assert loads and all("eviction_policy='evict_last'" in line for line in loads)
-    looped = explain_and_check(softmax, torch.randn(1, 2**20, device=device), atol=1e-6, rtol=1e-4).sources[0]
+    looped = fused_matches_eager(softmax, torch.randn(1, 2**20, device=device), atol=1e-6, rtol=1e-4).sources[
+        0
+    ]
     assert "looped kernel" in looped and "eviction_policy" not in looped
 
 
@@ -149,7 +133,7 @@ def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole
         torch.randn(4096, device=device),
     )
     args = {softmax: (x,), rms_norm: (x, w), add_layer_norm: (x, r, w, w)}[program]
-    (kernel,) = explain_and_check(program, *args, atol=1e-5, rtol=1e-4).kernels
+    (kernel,) = fused_matches_eager(program, *args, atol=1e-5, rtol=1e-4).kernels
     assert kernel.row_inputs == whole_inputs
     config = fuser.runtime.choose_config([kernel], {"num_rows": 16384, "num_cols": 4096}, interpreted=False)
     assert config.warps == gpu_warps
@@ -171,7 +155,7 @@ def test_a_reduction_read_through_a_slice_goes_through_memory(device, view):
 
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
-    report = explain_and_check(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
+    report = fused_matches_eager(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
     assert report.num_kernels == 1
     assert report.eager_calls == []
 
@@ -222,18 +206,18 @@ def test_max_and_argmax_propagate_nan_and_take_the_first_index_on_ties(device):
         ],
         device=device,
     )
-    explain_and_check(lambda t: (t.max(1), t.argmin(1), t.amax(0)), x)
+    fused_matches_eager(lambda t: (t.max(1), t.argmin(1), t.amax(0)), x)
 
 
 def test_integer_sums_promote_to_int64_like_eager(device):
     x = torch.full((3, 70000), 100, dtype=torch.int8, device=device)
-    report = explain_and_check(lambda t: (t.sum(1), t.sum()), x)
+    report = fused_matches_eager(lambda t: (t.sum(1), t.sum()), x)
     assert report.result[1].item() == 21_000_000
 
 
 def test_reductions_over_zero_size_dims_give_eagers_identity(device):
     x = torch.randn(4, 0, device=device)
-    explain_and_check(lambda t: (t.sum(1), t.prod(1), (t > 0).any(1), (t > 0).all(1)), x)
+    fused_matches_eager(lambda t: (t.sum(1), t.prod(1), (t > 0).any(1), (t > 0).all(1)), x)
 
 
 def test_no_rows_of_long_rows_reduce_to_an_empty_result(device):
@@ -257,7 +241,7 @@ def test_out_of_range_reduction_dims_raise_eagers_error(device):
 
 def test_reduction_dtype_arguments_are_honoured(device):
     x = torch.randint(0, 9, (5, 6), dtype=torch.int32, device=device)
-    explain_and_check(lambda t: (t.sum(1, dtype=torch.float64), t.to(torch.float16).mean(0)), x)
+    fused_matches_eager(lambda t: (t.sum(1, dtype=torch.float64), t.to(torch.float16).mean(0)), x)
 
 
 def test_a_training_step_of_a_small_mlp_with_layer_norm_matches_eager_gradients(device):
@@ -344,7 +328,7 @@ def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypa
     x = torch.randn(5, 300, device=device)
     programs = [lambda t: t.logsumexp(1), softmax, lambda t: torch.var_mean(t, 1), lambda t: t.max(1)]
     for program in programs:
-        report = explain_and_check(program, x, atol=1e-5, rtol=1e-5)
+        report = fused_matches_eager(program, x, atol=1e-5, rtol=1e-5)
         looped = [s for s in report.sources if "looped kernel" in s]
         assert looped, "the looped variant was not chosen"
         assert _loop_locals_read_after_their_loop(looped[0]) == set()
@@ -354,7 +338,7 @@ def test_a_full_reduction_of_a_large_tensor_splits_into_two_stages(device, monke
     monkeypatch.setattr(fuser.runtime, "SPLIT_MIN_COLS", 1000)  # split at test sizes too
     monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 256)  # rows longer than a block: looped, then split
     x = torch.randn(3000, 7, device=device)
-    report = explain_and_check(
+    report = fused_matches_eager(
         lambda t: (t.sum(), t.amax(), t.amin(), (t > 0).all(), (t > 3).any(), (t * 0.001 + 1).prod()),
         x,
         atol=1e-3,
@@ -379,13 +363,13 @@ def test_tall_column_reductions_split_and_layer_norm_gradients_stay_right(device
 def test_reductions_over_dims_of_size_one_read_their_input_through_the_row_index(shape, device):
     # Every dim is size 1, so the input looks flat; a row kernel has no flat offset to read it at.
     x = torch.randn(shape, device=device)
-    explain_and_check(lambda t: (t.sum(-1), t.amax(), torch.erf(t).sum(-1), torch.softmax(t, -1)), x)
+    fused_matches_eager(lambda t: (t.sum(-1), t.amax(), torch.erf(t).sum(-1), torch.softmax(t, -1)), x)
 
 
 def test_the_softmax_and_a_consumer_of_the_sum_of_a_0d_tensor_store_one_value(device):
     # A 0-d row kernel computes values of a row block ([XBLOCK, 1]) that go to one scalar address.
     x = torch.randn((), device=device)
-    report = explain_and_check(lambda t: (torch.softmax(t, -1), t.sum(-1).neg().neg()), x)
+    report = fused_matches_eager(lambda t: (torch.softmax(t, -1), t.sum(-1).neg().neg()), x)
     assert report.eager_calls == []
 
 
@@ -412,7 +396,7 @@ def test_reductions_of_two_spaces_that_read_each_others_results_need_no_cyclic_k
         return b, d
 
     x, y = torch.randn(7, device=device), torch.randn(3, device=device)
-    report = explain_and_check(program, x, y, atol=1e-5, rtol=1e-5)
+    report = fused_matches_eager(program, x, y, atol=1e-5, rtol=1e-5)
     assert report.num_kernels == 3
 
 
@@ -429,7 +413,7 @@ def test_a_long_float32_row_sums_no_further_from_float64_than_eagers_sum(device)
 def test_the_logsumexp_of_a_0d_tensor_over_dim_minus_1_is_the_tensor(device):
     # Its decomposition squeezes dim -1 of a 0-d tensor, which names the tensor itself.
     x = torch.randn((), device=device)
-    explain_and_check(lambda t: torch.logsumexp(t, [-1]), x)
+    fused_matches_eager(lambda t: torch.logsumexp(t, [-1]), x)
 
 
 def test_layer_norm_reduces_each_row_three_times_in_one_kernel(device):

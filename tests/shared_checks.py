@@ -1,0 +1,46 @@
+"""The check the product's tests share: a program compiled by the fuser gives eager's answer, leaves its
+inputs as eager leaves them, and really ran kernels (a program run eagerly would match eager vacuously).
+Tests import it as `from shared_checks import fused_matches_eager` (pyproject's pytest `pythonpath`)."""
+
+from __future__ import annotations
+
+import torch
+
+import fuser
+from fuser.explain import ExplainReport
+
+
+def fused_matches_eager(program, *args, kernels: int | None = None, **tolerance) -> ExplainReport:
+    """`program(*args)` compiled by the fuser against eager on copies of the same inputs: every result and
+    every input after the call equal (`torch.testing.assert_close`, nan equal to nan, `tolerance` passed
+    on), dtypes and shapes alike; and the fuser launched `kernels` kernels (at least one if not given).
+    Returns the fuser's report (its kernels' sources, what it left eager)."""
+    eager_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    expected = program(*eager_args)
+    before = fuser.counters()["kernels_launched"]
+    report = fuser.explain(program, *args)
+    launched = fuser.counters()["kernels_launched"] - before
+    if kernels is None:
+        assert launched > 0, f"no kernel ran: eager was checked against eager\n{report}"
+    else:
+        assert launched == kernels, f"{launched} kernel launches, expected {kernels}\n{report}"
+    for got, want in zip(_flat(report.result), _flat(expected), strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape, (
+            got.dtype,
+            got.shape,
+            want.dtype,
+            want.shape,
+        )
+        torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+    for have, want in zip(args, eager_args, strict=True):
+        if isinstance(have, torch.Tensor):
+            torch.testing.assert_close(have, want, equal_nan=True, **tolerance)
+    return report
+
+
+def _flat(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for item in value for t in _flat(item)]
+    return []
