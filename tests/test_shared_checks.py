@@ -1,4 +1,4 @@
-"""The tests' shared check (tests/shared_checks.py) fails what it is there to catch."""
+"""The tests' shared check (tests/support/shared_checks.py) fails what it is there to catch."""
 
 from __future__ import annotations
 

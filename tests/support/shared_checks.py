@@ -1,6 +1,7 @@
 """The check the product's tests share: a program compiled by the fuser gives eager's answer, leaves its
 inputs as eager leaves them, and really ran kernels (a program run eagerly would match eager vacuously).
-Tests import it as `from shared_checks import fused_matches_eager` (pyproject's pytest `pythonpath`)."""
+Tests import it as `from shared_checks import fused_matches_eager`: pyproject's pytest `pythonpath` holds
+tests/support/ (not tests/, whose fuser/ folder would shadow the fuser package for a `pytest` run)."""
 
 from __future__ import annotations
 
