@@ -645,8 +645,11 @@ def gradient_masks(mask: torch.Tensor | None, context: str, grads: list) -> list
     gradient in it, differ."""
     if mask is None:
         return None
-    if WRAPPERS[context][1] is not None and mask.dim():
-        mask = mask.any(-1, keepdim=True).expand(mask.shape)
+    wrap_out = WRAPPERS[context][1]
+    if wrap_out is not None and mask.dim():
+        reduced = wrap_out(mask.to(torch.float32)) > 0
+        if reduced.shape != mask.shape:  # the wrapper reduced each row (a pointwise one keeps the mask)
+            mask = reduced.unsqueeze(-1).expand(mask.shape)
     return [fit(mask, g) for g in grads]
 
 

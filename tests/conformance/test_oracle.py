@@ -135,6 +135,8 @@ def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_val
     )
     assert reduced == [[True, True, True], [False, False, False]]
     assert alone == one.tolist()
+    consumer = gradient_masks(one, "consumer", [torch.zeros(2, 3)])[0]  # wraps the output, reduces nothing
+    assert consumer.tolist() == one.tolist()
     logit = SPECS["aten.logit.default"]  # bwd only: logit(-0.0) itself is -inf everywhere
     x = torch.tensor([-0.0, 0.0, 0.5])
     assert unspecified_mask(logit, Sample((x,), {}, "t"), "bwd").tolist() == [True, False, False]
