@@ -59,24 +59,30 @@ def _called_ops(formula: str) -> list[torch._ops.OpOverload]:
     return found
 
 
-@functools.cache
-def saved_output_pairs() -> tuple[SavedOutputPair, ...]:
-    """Every (forward, backward op) pair of torch's autograd formulas where the backward op is called
-    with outputs of the forward."""
-    pairs = []
+def _backward_formulas():
+    """(forward op, its output names, one backward formula) for every formula in torch's derivatives.yaml.
+    Backward formulas are keyed by the inputs they differentiate; keys naming outputs are forward-mode
+    (jvp) formulas, which training does not run."""
     for entry in yaml.safe_load(DERIVATIVES.read_text()):
         forward = _overload(entry["name"].split("(")[0])
         if forward is None:
             continue
         outputs = _output_names(forward)
         for key, formula in entry.items():
-            # Backward formulas are keyed by the inputs they differentiate; keys naming outputs are
-            # forward-mode (jvp) formulas, which training does not run.
             if key in _FORMULA_KEYS_THAT_ARE_NOT_FORMULAS or key in outputs or not isinstance(formula, str):
                 continue
-            reads = tuple(sorted(outputs & set(re.findall(r"\b\w+\b", formula))))
-            if reads:
-                pairs += [SavedOutputPair(forward, backward, reads) for backward in _called_ops(formula)]
+            yield forward, outputs, formula
+
+
+@functools.cache
+def saved_output_pairs() -> tuple[SavedOutputPair, ...]:
+    """Every (forward, backward op) pair of torch's autograd formulas where the backward op is called
+    with outputs of the forward."""
+    pairs = []
+    for forward, outputs, formula in _backward_formulas():
+        reads = tuple(sorted(outputs & set(re.findall(r"\b\w+\b", formula))))
+        if reads:
+            pairs += [SavedOutputPair(forward, backward, reads) for backward in _called_ops(formula)]
     return tuple(dict.fromkeys(pairs))
 
 
@@ -85,15 +91,8 @@ def backward_ops() -> dict[torch._ops.OpOverload, tuple[torch._ops.OpOverload, .
     """For each forward op, the aten backward ops its autograd formulas call (`logit` -> `logit_backward`):
     an op's gradient kernels are built from their decompositions."""
     found: dict[torch._ops.OpOverload, list[torch._ops.OpOverload]] = {}
-    for entry in yaml.safe_load(DERIVATIVES.read_text()):
-        forward = _overload(entry["name"].split("(")[0])
-        if forward is None:
-            continue
-        outputs = _output_names(forward)
-        for key, formula in entry.items():
-            if key in _FORMULA_KEYS_THAT_ARE_NOT_FORMULAS or key in outputs or not isinstance(formula, str):
-                continue
-            found.setdefault(forward, []).extend(_called_ops(formula))
+    for forward, _, formula in _backward_formulas():
+        found.setdefault(forward, []).extend(_called_ops(formula))
     return {forward: tuple(dict.fromkeys(ops)) for forward, ops in found.items()}
 
 
