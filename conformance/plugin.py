@@ -243,6 +243,14 @@ def rerun_command(key: CaseKey, tier: str) -> str:
     )
 
 
+def full_tier_command(backend: str, device: str, ops: list[str] | tuple[str, ...]) -> list[str]:
+    """The pytest command that runs these ops' full tier in a fresh process, as validation runs it (the
+    caller adds workers and its own plugins)."""
+    command = [sys.executable, "-m", "pytest", str(Path(__file__).with_name("test_ops.py"))]
+    command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", option("tier"), "full"]
+    return [*command, option("backend"), backend, option("device"), device, option("op"), ",".join(ops)]
+
+
 def _case_key(item: pytest.Item) -> CaseKey | None:
     """The op case an item runs, or None for any other test (a model block, a test of the product)."""
     callspec = getattr(item, "callspec", None)

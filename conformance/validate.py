@@ -42,7 +42,7 @@ import torch
 from conformance import report
 from conformance.caseid import DTYPES
 from conformance.catalog import SPECS
-from conformance.plugin import cases, rerun_command
+from conformance.plugin import cases, full_tier_command, rerun_command
 from conformance.validate_fuzz import (
     DEFAULT_FUZZ_EXAMPLES,
     DEFAULT_FUZZ_PASSES,
@@ -103,19 +103,9 @@ def run_op(op: str, backend: str, device: str, log_dir: Path, workers: int = 1) 
     pytest-xdist spreads its cases: a reduction's full tier takes most of ten minutes on one process)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="validate-") as report_dir:
-        command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
+        command = full_tier_command(backend, device, specs_for(op))
         command += ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
-        command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--conformance-tier", "full"]
-        command += [
-            "--conformance-backend",
-            backend,
-            "--conformance-device",
-            device,
-            "--conformance-report",
-            report_dir,
-        ]
-        for spec in specs_for(op):
-            command += ["--conformance-op", spec]
+        command += ["--conformance-report", report_dir]
         env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
         log_path = log_dir / f"{op}.log"
         with log_path.open("w") as log:

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -30,7 +29,7 @@ from pathlib import Path
 import torch
 
 from conformance.fuzz.strategies import eager_dtypes
-from conformance.plugin import cases
+from conformance.plugin import cases, full_tier_command
 from conformance.report import CaseResult, case_from_json
 from conformance.validate import PROXIES, Verdict, specs_for, verdict_from, worker_count
 from conformance.validate_fuzz import (
@@ -120,21 +119,12 @@ def run_cases(
 ) -> int:
     """One pytest run over the full tier of these conformance ops but the `done` cases, each case logged
     as it finishes."""
-    command = [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "test_ops.py")]
+    command = full_tier_command(backend, device, specs)
     # worksteal: a worker that runs out takes queued cases from the others (the large cases are uneven)
     command += ["-p", "no:xdist"] if workers == "1" else ["-n", workers, "--dist", "worksteal"]
     skip = state_path.with_suffix(".done")
     skip.write_text("".join(f"{case}\n" for case in sorted(done)))
     command += ["-p", "conformance.case_log", "--case-log", str(state_path), "--case-log-skip", str(skip)]
-    command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "-q", "--conformance-tier", "full"]
-    command += [
-        "--conformance-backend",
-        backend,
-        "--conformance-device",
-        device,
-        "--conformance-op",
-        ",".join(specs),
-    ]
     env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
     before = _count_lines(state_path)
     with log_path.open("w") as log:
