@@ -128,9 +128,17 @@ def kernel_time_ms(step: Step, flush: torch.Tensor) -> Sample:
     return event_times_ms(step, reps, before_each=flush.zero_, hold_cycles=hold_cycles)
 
 
-def reference_call(device: str) -> Callable[[], object]:
-    """The host's yardstick: one eager tiny add, the same code in every tree and process."""
-    a, b = torch.ones(8, device=device), torch.ones(8, device=device)
+def reference_call(device: str, training: bool = False) -> Callable[[], object]:
+    """The host's yardstick, the same code in every tree and process: one eager tiny add, and for a
+    training workload the add and its gradient through autograd's engine. A training step hands the
+    backward to the engine's device thread and waits for it; that wake-up's cost depends on where the
+    threads run, so it moves from one process to the next (add_layer_norm_backward at 290-860 us a call
+    on one lent H100), and only a yardstick that pays it too moves with it (records/perfgate-host-
+    yardstick-h100-2026-11-27.md: process-to-process max/min of host_relative 1.30 -> 1.14)."""
+    a, b = torch.ones(8, device=device, requires_grad=training), torch.ones(8, device=device)
+    if training:
+        grad = torch.ones_like(b)
+        return lambda: torch.autograd.grad(torch.add(a, b), [a], grad)
     out = torch.empty_like(a)
     return lambda: torch.add(a, b, out=out)
 
@@ -146,13 +154,13 @@ def _per_call_us(call: Callable[[], object], calls: int) -> float:
 
 def host_times_us(step: Step) -> tuple[Sample, Sample]:
     """Host time per warm call on tiny inputs: microseconds of wall time, and the same as a multiple
-    of the reference call's, timed in the batch right after (batches of calls, each closed by one
+    of the reference call's (`reference_call`), timed in the batch right after (batches of calls, each closed by one
     synchronize; median and MAD over batches).
 
     The host of a lent GPU changes speed from one process to the next and within one (per-process
     medians of unchanged code spread 44-110 us on an H100, the thread's CPU time with them): the
     reference call slows with it, so the ratio keeps what the compiled program's own code costs."""
-    reference = reference_call(next(iter(tensors_in(step.inputs))).device)
+    reference = reference_call(next(iter(tensors_in(step.inputs))).device, step.workload.backward)
     for _ in range(10):
         step()
         reference()

@@ -8,7 +8,8 @@
 - `host:W` spends about 15 µs of busy host time before each call of W at its tiny size (host time per
   call, the launch overhead).
 
-W may be `*`, every workload. GPU tier only. The gate passes the variable to head's measuring
+A size other than those the thresholds were set from: `kernel=0.07:W` (a fraction of the device
+time), `host=8:W` (µs). W may be `*`, every workload. GPU tier only. The gate passes the variable to head's measuring
 processes and never to base's, so an A/B run sees head slowed and base as it is.
 """
 
@@ -27,26 +28,40 @@ KERNEL_SLOWDOWN = 0.10
 HOST_DELAY_S = 15e-6
 
 
-def requested(workload: str) -> set[str]:
-    """The kinds of slowdown the environment asks for on `workload`."""
-    kinds = set()
+DEFAULT_SIZES = {"kernel": KERNEL_SLOWDOWN, "host": HOST_DELAY_S * 1e6}  # a fraction; µs
+
+
+def requested(workload: str) -> dict[str, float]:
+    """The kinds of slowdown the environment asks for on `workload`, each with its size (the kernel
+    slowdown as a fraction of device time, the host delay in µs)."""
+    kinds = {}
     for item in filter(None, os.environ.get(ENV, "").split(",")):
-        kind, _, name = item.partition(":")
+        kind_size, _, name = item.partition(":")
+        kind, _, size = kind_size.partition("=")
         if kind not in KINDS or not name:
-            raise ValueError(f"{ENV}: {item!r} is not KIND:WORKLOAD with KIND one of {', '.join(KINDS)}")
+            raise ValueError(
+                f"{ENV}: {item!r} is not KIND[=SIZE]:WORKLOAD with KIND one of {', '.join(KINDS)}"
+            )
+        try:
+            value = float(size) if size else DEFAULT_SIZES[kind]
+        except ValueError:
+            raise ValueError(f"{ENV}: {item!r}: the size {size!r} is not a number") from None
+        if not value > 0:
+            raise ValueError(f"{ENV}: {item!r}: the size must be positive")
         if name in (workload, "*"):
-            kinds.add(kind)
+            kinds[kind] = value
     return kinds
 
 
 class WithHostDelay:
-    """A compiled program that first spins HOST_DELAY_S on the host (sleep is far coarser than 15 µs)."""
+    """A compiled program that first spins `delay_s` on the host (sleep is far coarser than 15 µs)."""
 
-    def __init__(self, compiled: Callable):
+    def __init__(self, compiled: Callable, delay_s: float = HOST_DELAY_S):
         self.compiled = compiled
+        self.delay_s = delay_s
 
     def __call__(self, *args: Any) -> Any:
-        until = time.perf_counter() + HOST_DELAY_S
+        until = time.perf_counter() + self.delay_s
         while time.perf_counter() < until:
             pass
         return self.compiled(*args)
@@ -71,13 +86,19 @@ class WithExtraCopy:
         return result
 
 
-def slow_kernel(step: Any, time_ms: Callable[[Any], float], copy_peak: float, device: str) -> float:
-    """Make `step` about KERNEL_SLOWDOWN slower on the device; the slowdown achieved (0.1 is 10%).
+def slow_kernel(
+    step: Any,
+    time_ms: Callable[[Any], float],
+    copy_peak: float,
+    device: str,
+    slowdown: float = KERNEL_SLOWDOWN,
+) -> float:
+    """Make `step` about `slowdown` slower on the device; the slowdown achieved (0.1 is 10%).
 
     Small copies run below the copy peak, so the copy is rescaled once by what its first size achieved."""
     before = time_ms(step)
-    copy = WithExtraCopy(step.compiled, int(KERNEL_SLOWDOWN * before * 1e-3 * copy_peak), device)
+    copy = WithExtraCopy(step.compiled, int(slowdown * before * 1e-3 * copy_peak), device)
     step.compiled = copy
     achieved = time_ms(step) / before - 1
-    copy.resize(int(copy.moved * KERNEL_SLOWDOWN / max(achieved, 0.01)))
+    copy.resize(int(copy.moved * slowdown / max(achieved, 0.01)))
     return time_ms(step) / before - 1

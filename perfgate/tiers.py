@@ -59,13 +59,16 @@ class GpuTier:
     def _plant(self, name: str, prepared: Prepared) -> None:
         kinds = planted.requested(name)
         if "host" in kinds:
-            prepared.tiny_step.compiled = planted.WithHostDelay(prepared.tiny_step.compiled)
+            prepared.tiny_step.compiled = planted.WithHostDelay(
+                prepared.tiny_step.compiled, kinds["host"] * 1e-6
+            )
         if "kernel" in kinds:
             self.planted[name] = planted.slow_kernel(
                 prepared.step,
                 lambda step: kernel_time_ms(step, self.flush).median,
                 self.copy_peak,
                 self.device,
+                kinds["kernel"],
             )
 
 

@@ -99,10 +99,28 @@ def test_the_host_delay_adds_fifteen_microseconds_to_each_call():
 
 def test_a_slowdown_switch_must_name_a_kind_and_a_workload(monkeypatch):
     monkeypatch.setenv(planted.ENV, "kernel:softmax")
-    assert planted.requested("softmax") == {"kernel"} and planted.requested("rms_norm") == set()
+    assert planted.requested("softmax") == {"kernel": 0.10} and planted.requested("rms_norm") == {}
     monkeypatch.setenv(planted.ENV, "slower")
-    with pytest.raises(ValueError, match="is not KIND:WORKLOAD"):
+    with pytest.raises(ValueError, match=r"is not KIND\[=SIZE\]:WORKLOAD"):
         planted.requested("softmax")
+
+
+def test_a_slowdown_may_have_a_size_other_than_the_thresholds_were_set_from(monkeypatch):
+    monkeypatch.setenv(planted.ENV, "kernel=0.07:softmax,host=8:*")
+    assert planted.requested("softmax") == {"kernel": 0.07, "host": 8.0}
+    assert planted.requested("rms_norm") == {"host": 8.0}
+    for bad, reason in (("host=fast:*", "is not a number"), ("kernel=0:*", "must be positive")):
+        monkeypatch.setenv(planted.ENV, bad)
+        with pytest.raises(ValueError, match=reason):
+            planted.requested("softmax")
+
+
+def test_a_sized_host_delay_spends_its_own_size():
+    delayed = planted.WithHostDelay(lambda: None, 40e-6)
+    started = time.perf_counter()
+    for _ in range(100):
+        delayed()
+    assert (time.perf_counter() - started) / 100 >= 40e-6
 
 
 def test_gpu_measuring_processes_are_pinned_to_two_allowed_cpus_unless_turned_off(monkeypatch):
@@ -153,3 +171,11 @@ def test_the_warm_up_starts_one_process_per_tree_and_workload_in_that_tree(tmp_p
     for name, record in records.items():
         assert json.loads(record.read_text())["warmed"] == ([name] if torch.cuda.is_available() else [])
     assert logged[-1].startswith("compiled 2 workload(s) in 1 tree(s) beforehand")
+
+
+def test_a_training_workloads_yardstick_goes_through_autograds_engine():
+    from perfgate.measure import reference_call
+
+    (gradient,) = reference_call("cpu", training=True)()
+    assert torch.equal(gradient, torch.ones(8))
+    assert not reference_call("cpu")().requires_grad
