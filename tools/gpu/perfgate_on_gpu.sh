@@ -63,6 +63,30 @@ ab catch2 160 0 3 "$PLANT"
 # The same as catch1 with the measuring processes not pinned (what pinning buys, on the same machine).
 ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
 step default 580 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD --seed 5 --out "$OUT/default"
+# Does the gate settle on unchanged code (issue 30)? aa11..aa15: A/A on WORKLOADS with the default budget.
+for seed in 11 12 13 14 15; do
+    step "aa$seed" 480 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" --seed "$seed" \
+        --out "$OUT/aa$seed"
+done
+# Does it catch real code changes? Branches carrying one commit each on top of HEAD (plant-block: a
+# smaller pointwise block; plant-launch: the kernel's source hashed on every launch), gated against HEAD.
+planted_branch() {  # planted_branch NAME SEED: gate branch NAME against the checkout's HEAD
+    local base
+    base=$(git rev-parse HEAD) || return 2
+    git checkout -q "$1" || return 2
+    "$PYTHON" -m perfgate gate --tier gpu --against "$base" "${only[@]}" --seed "$2" --budget-s 150 --out "$OUT/$1"
+    local status=$?
+    git checkout -q "$base"
+    return $status
+}
+export -f planted_branch
+export OUT PYTHON
+export ONLY="${only[*]}"
+step plant-block 220 0 bash -c 'only=($ONLY); planted_branch plant-block 21'
+step plant-launch 220 0 bash -c 'only=($ONLY); planted_branch plant-launch 22'
+# Planted slowdowns of sizes other than those the thresholds were set from.
+ab sizes-small 220 0 23 PERFGATE_TESTING_SLOWDOWN=kernel=0.07:*,host=8:*
+ab sizes-large 220 0 24 PERFGATE_TESTING_SLOWDOWN=kernel=0.2:*,host=30:*
 update() {
     "$PYTHON" -m perfgate update --tier gpu && mkdir -p "$OUT/baselines" && cp perfgate/baselines/*.json "$OUT/baselines/"
     git diff --stat -- perfgate/baselines/
@@ -79,10 +103,13 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 print(f"{'run':8} {'metric':14} {'verdicts':>8} {'regr':>5} {'inconcl':>7} {'ok':>4}  ratio range       widest interval below the ratio")
-for run in ("aa", "catch1", "catch2", "catch1-unpinned"):
+runs = ("aa", "catch1", "catch2", "catch1-unpinned", *(f"aa{seed}" for seed in range(11, 16)),
+        "plant-block", "plant-launch", "sizes-small", "sizes-large")
+for run in runs:
     path = out / run / "head.json"
     if not path.exists():
-        print(f"{run:8} (no report: see {run}.log)")
+        if (out / f"{run}.log").exists():
+            print(f"{run:8} (no report: see {run}.log)")
         continue
     benchmarks = json.loads(path.read_text())["benchmarks"]
     for metric in ("kernel_time_ms", "host_relative", "host_time_us"):
