@@ -35,12 +35,16 @@ UNPINNED_ENV = "PERFGATE_UNPINNED"
 
 
 def measuring_cpus() -> set[int] | None:
-    """The CPUs every GPU-tier measuring process runs on: the last two this process may use (the first
-    ones take more of the system's interrupts), or None where pinning is off or impossible."""
+    """The CPU every GPU-tier measuring process runs on: the last this process may use (the first ones
+    take more of the system's interrupts), or None where pinning is off or impossible. One CPU, not
+    two: a training step hands its backward to autograd's device thread and waits; on two CPUs that
+    hand-off is a cross-core wake-up whose cost moves from process to process (add_layer_norm_backward
+    at 332-755 us a call over 26 processes of one lent H100, never settling at 10%), on one it is a
+    context switch (290-316 us in 5 of 6 processes; records/perfgate-host-yardstick-h100-2026-11-27.md)."""
     if os.environ.get(UNPINNED_ENV) == "1" or not hasattr(os, "sched_getaffinity"):
         return None
     allowed = sorted(os.sched_getaffinity(0))
-    return set(allowed[-2:]) if len(allowed) >= 4 else None
+    return set(allowed[-1:]) if len(allowed) >= 4 else None
 
 
 def _environment(tree: Tree) -> dict[str, str]:

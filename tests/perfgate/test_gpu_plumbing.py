@@ -123,15 +123,15 @@ def test_a_sized_host_delay_spends_its_own_size():
     assert (time.perf_counter() - started) / 100 >= 40e-6
 
 
-def test_gpu_measuring_processes_are_pinned_to_two_allowed_cpus_unless_turned_off(monkeypatch):
+def test_gpu_measuring_processes_are_pinned_to_one_allowed_cpu_unless_turned_off(monkeypatch):
     from perfgate import rounds
 
     allowed = os.sched_getaffinity(0)
     cpus = rounds.measuring_cpus()
     if len(allowed) >= 4:
-        assert cpus is not None and len(cpus) == 2 and cpus <= allowed
+        assert cpus is not None and len(cpus) == 1 and cpus <= allowed
     else:
-        assert cpus is None  # too few CPUs to set two aside
+        assert cpus is None  # too few CPUs to set one aside
     monkeypatch.setenv(rounds.UNPINNED_ENV, "1")
     assert rounds.measuring_cpus() is None
 
