@@ -86,10 +86,16 @@ METRICS: dict[str, Metric] = {
             "x reference call",
             Rule.INTERVAL,
             per_device=True,
-            description="host time of one warm call on tiny inputs over an eager tiny add's, timed in turn",
+            description="host time of one warm call on tiny inputs over an eager tiny add's (and its "
+            "gradient, for a training workload), timed in turn",
             # What the gate judges of launch overhead: the reference call slows with the host, so the
-            # ratio keeps the compiled program's own cost. 15 us more on a 60 us call is 25%.
-            threshold=0.10,
+            # ratio keeps the compiled program's own cost. 15 us more on a 45-60 us call is 25-33%.
+            # 15%, not 10%: a lent H100's host runs a process at 43-89 us a call where the next runs
+            # the same at half that, the reference only partly following, and unchanged code's A/A
+            # intervals reached 1.124 with 12 processes a side (records/perfgate-settle-h100-2026-11-27.md);
+            # 10% never settled within the default budget, and the smallest change caught reliably was
+            # already about 20% of a call.
+            threshold=0.15,
         ),
         Metric(
             "compile_time_s",
