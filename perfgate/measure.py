@@ -133,8 +133,8 @@ def reference_call(device: str, training: bool = False) -> Callable[[], object]:
     training workload the add and its gradient through autograd's engine. A training step hands the
     backward to the engine's device thread and waits for it; that wake-up's cost depends on where the
     threads run, so it moves from one process to the next (add_layer_norm_backward at 290-860 us a call
-    on one lent H100), and only a yardstick that pays it too moves with it (records/perfgate-host-
-    yardstick-h100-2026-11-27.md: process-to-process max/min of host_relative 1.30 -> 1.14)."""
+    on one lent H100), and only a yardstick that pays it too moves with it (records/perfgate-settle-
+    h100-2026-11-27.md: process-to-process max/min of host_relative 1.30 -> 1.14)."""
     a, b = torch.ones(8, device=device, requires_grad=training), torch.ones(8, device=device)
     if training:
         grad = torch.ones_like(b)

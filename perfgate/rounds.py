@@ -40,7 +40,7 @@ def measuring_cpus() -> set[int] | None:
     two: a training step hands its backward to autograd's device thread and waits; on two CPUs that
     hand-off is a cross-core wake-up whose cost moves from process to process (add_layer_norm_backward
     at 332-755 us a call over 26 processes of one lent H100, never settling at 10%), on one it is a
-    context switch (290-316 us in 5 of 6 processes; records/perfgate-host-yardstick-h100-2026-11-27.md)."""
+    context switch (290-316 us in 5 of 6 processes; records/perfgate-settle-h100-2026-11-27.md)."""
     if os.environ.get(UNPINNED_ENV) == "1" or not hasattr(os, "sched_getaffinity"):
         return None
     allowed = sorted(os.sched_getaffinity(0))
