@@ -12,6 +12,11 @@
 #      HEAD, timed: issue 12's "one gate within 8 minutes" (STEPS=default runs it alone);
 #   update: python -m perfgate update (every workload, this device) and a copy of the rewritten
 #      perfgate/baselines/<arch>.json in $OUT: the committed file's counts and this device's history;
+#   aa11..aa15: five A/A gates with the default budget (does the gate settle on unchanged code?);
+#   plant-block, plant-launch: a real commit from tools/gpu/plants/ gated against HEAD (does it catch?);
+#   sizes-small, sizes-large: planted slowdowns of other sizes than the thresholds were set from;
+#   COMMIT_COPY=1 commits the checkout's files first where they differ from HEAD (the device tool's copy
+#   carries the history of when the session started): on the device, with STEPS naming these;
 #   FRESH=1 empties Triton's and the fuser's kernel caches before the first gate (a fresh machine's state);
 #   4. spread: python -m perfgate.spread on adam_step, 3 fresh processes: why its kernel time varies
 #      (with the time left; STEPS=spread runs it alone).
@@ -38,6 +43,11 @@ if ! git rev-parse --verify -q HEAD >/dev/null; then
     exit 1
 fi
 git config core.fileMode false  # a copied checkout may lose executable bits: not a change to measure
+if [[ -n "${COMMIT_COPY:-}" && -n "$(git status --porcelain --untracked-files=no)" ]]; then
+    # The device tool's copy carries the working tree with the history of when the session started:
+    # commit the tree as it came, so HEAD is what is measured.
+    git -c user.name=device -c user.email=device@localhost commit -qam "device copy" && echo "COMMIT_COPY: the copy committed as $(git rev-parse --short HEAD)"
+fi
 if [[ -n "$(git status --porcelain --untracked-files=no)" ]]; then
     echo "FAILED: the checkout has uncommitted changes; the A/B gate measures commits. git status:"
     git status --short --untracked-files=no | head -20
@@ -68,12 +78,14 @@ for seed in 11 12 13 14 15; do
     step "aa$seed" 480 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" --seed "$seed" \
         --out "$OUT/aa$seed"
 done
-# Does it catch real code changes? Branches carrying one commit each on top of HEAD (plant-block: a
+# Does it catch real code changes? One commit each on top of HEAD, from tools/gpu/plants/ (plant-block: a
 # smaller pointwise block; plant-launch: the kernel's source hashed on every launch), gated against HEAD.
-planted_branch() {  # planted_branch NAME SEED: gate branch NAME against the checkout's HEAD
+planted_branch() {  # planted_branch NAME SEED: gate branch NAME (from tools/gpu/plants/NAME.patch) against HEAD
     local base
     base=$(git rev-parse HEAD) || return 2
-    git checkout -q "$1" || return 2
+    git branch -q -f "$1" "$base" && git checkout -q "$1" \
+        && git -c user.name=device -c user.email=device@localhost am -q "tools/gpu/plants/$1.patch" \
+        || { git am --abort 2>/dev/null; git checkout -q -f "$base"; return 2; }
     "$PYTHON" -m perfgate gate --tier gpu --against "$base" "${only[@]}" --seed "$2" --budget-s 150 --out "$OUT/$1"
     local status=$?
     git checkout -q "$base"
