@@ -31,14 +31,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance import report
-from conformance.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
-from conformance.catalog import SPECS, overload_counts
-from conformance.ledger import Ledger
-from conformance.report import CaseResult
-from conformance.runner import has_backward, resolve_backend, supported_dtypes
-from conformance.tiers import OP_TIERS, TIER_NAMES, cases_for
-from conformance.time_limit import CaseTimeLimit, case_time_limit
+from conformance.harness import report
+from conformance.harness.ledger import Ledger
+from conformance.harness.report import CaseResult
+from conformance.harness.runner import has_backward, resolve_backend, supported_dtypes
+from conformance.harness.time_limit import CaseTimeLimit, case_time_limit
+from conformance.specs.caseid import CONTEXTS, DEVICES, DIRECTIONS, DTYPES, CaseKey
+from conformance.specs.catalog import SPECS, overload_counts
+from conformance.specs.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
 PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's tests
@@ -103,7 +103,7 @@ def _listed(config: pytest.Config, name: str, known=None) -> tuple[str, ...]:
         hint = (
             ""
             if known is not None
-            else " (see conformance.catalog.SPECS; ops are named like aten.add.Tensor)"
+            else " (see conformance.specs.catalog.SPECS; ops are named like aten.add.Tensor)"
         )
         raise pytest.UsageError(f"{option(name)}: unknown {', '.join(unknown)}{hint}")
     return values

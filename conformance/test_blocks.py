@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from conformance import plugin
-from conformance.bisect import first_disagreeing_node
-from conformance.blocks import BLOCKS, PRECISIONS
-from conformance.policy import BUDGETS
-from conformance.runner import resolve_backend
+from conformance.harness.bisect import first_disagreeing_node
+from conformance.harness.blocks import BLOCKS, PRECISIONS
+from conformance.harness.policy import BUDGETS
+from conformance.harness.runner import resolve_backend
 from conformance.zoo.check import check_model
 
 
@@ -27,7 +27,7 @@ def test_block_matches_eager(block, precision, request) -> None:
     backend_name, device = plugin.get(request.config, "backend"), plugin.get(request.config, "device")
     backend = resolve_backend(backend_name)
     result = check_model(block, backend, precision, device)
-    if result.kernels == 0:  # conformance.probe: None where the backend cannot say
+    if result.kernels == 0:  # conformance.harness.probe: None where the backend cannot say
         pytest.fail(f"{block.name} {precision}: {backend_name} launched no kernel, so nothing was checked")
     if not result.ok:
         where = first_disagreeing_node(_loss_fn(block, precision, device), backend, BUDGETS[precision])

@@ -15,9 +15,9 @@ import re
 import pytest
 
 from conformance import plugin
-from conformance.caseid import CaseKey
-from conformance.catalog import SPECS
-from conformance.runner import NotValidated, run_case
+from conformance.harness.runner import NotValidated, run_case
+from conformance.specs.caseid import CaseKey
+from conformance.specs.catalog import SPECS
 
 # The fuser's reason for a validated op whose entry leaves this dtype out (fuser/validation.py).
 DTYPE_LEFT_OUT = re.compile(r"not validated on \S+ for \w+ \(validated: ")

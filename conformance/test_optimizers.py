@@ -1,4 +1,4 @@
-"""The optimizer-step program family (`conformance.optimizers`) under the run's `--conformance-backend` and
+"""The optimizer-step program family (`conformance.harness.optimizers`) under the run's `--conformance-backend` and
 `--conformance-device`, in the `models` tier with the model blocks (`nox -s conformance -- --conformance-tier models`, or
 `pytest conformance/test_optimizers.py --conformance-tier models`)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.optimizers import PROGRAMS, run_program
+from conformance.harness.optimizers import PROGRAMS, run_program
 from conformance.plugin import selection
 
 

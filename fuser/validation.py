@@ -18,7 +18,7 @@ One TOML file per architecture, `fuser/manifest/<arch>.toml` (`cpu` for Triton's
 
 An entry whose fingerprint no longer matches the lowering is *stale*: it counts as unvalidated until
 the op is validated again. A malformed file is an error naming the file and line. The conformance
-side (conformance/manifest_check.py) adds the checks that need the suite: the JSON schema, case
+side (conformance/validate/manifest_check.py) adds the checks that need the suite: the JSON schema, case
 counts. docs/validation.md says why and how.
 
 Anything not validated runs eagerly, with the reason in the fuser's log and `fuser.explain`, unless

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance import report
+from conformance.harness import report
 
 SAME = ("backend", "device", "tier")
 

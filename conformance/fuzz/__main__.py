@@ -11,7 +11,7 @@ from pathlib import Path
 from conformance.fuzz.batch import BatchReport, fuzz_batch
 from conformance.fuzz.run import PROFILES, FuzzReport, fuzz
 from conformance.fuzz.vocab import BY_NAME
-from conformance.runner import resolve_backend
+from conformance.harness.runner import resolve_backend
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Run one program under eager, the float64 reference and a backend, and judge it with the suite's oracle.
 
-The verdict is `conformance.oracle.compare` on the outputs, on the inputs after the call (an in-place
+The verdict is `conformance.harness.oracle.compare` on the outputs, on the inputs after the call (an in-place
 node updates one) and, for a differentiable program, on the gradients of every floating input, exactly
 as a conformance case is judged. Five outcomes are not a verdict:
 
@@ -26,12 +26,12 @@ import torch
 import torch._dynamo
 from torch.utils._pytree import tree_leaves
 
-from conformance import perturbation
 from conformance.fuzz.program import Program
-from conformance.oracle import compare
-from conformance.policy import loosest_tolerance
-from conformance.probe import watching
-from conformance.runner import (
+from conformance.harness import perturbation
+from conformance.harness.oracle import compare
+from conformance.harness.policy import loosest_tolerance
+from conformance.harness.probe import watching
+from conformance.harness.runner import (
     float64_reference,
     floating_outputs,
     fresh_inputs,
@@ -40,7 +40,7 @@ from conformance.runner import (
     quietly,
     resolve_backend,
 )
-from conformance.values import DTYPES
+from conformance.specs.values import DTYPES
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from conformance.values import DTYPES, describe, lay_out, values_for
+from conformance.specs.values import DTYPES, describe, lay_out, values_for
 
 CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
 VIEW_KINDS = ("permute", "transpose", "slice", "expand", "reshape", "unsqueeze")
@@ -31,7 +31,7 @@ VIEW_KINDS = ("permute", "transpose", "slice", "expand", "reshape", "unsqueeze")
 class Input:
     shape: tuple[int, ...]
     dtype: str
-    layout: str  # a conformance.values layout: gaps of a non-contiguous one hold nan
+    layout: str  # a conformance.specs.values layout: gaps of a non-contiguous one hold nan
     specials: bool  # its first elements walk the dtype's awkward values
     domain: tuple[float, float] | None = None  # where its random values are drawn (its first reader's)
 
@@ -173,6 +173,6 @@ def _literal(value: Any) -> str:
 
 
 def _moved(tensor: torch.Tensor, device: str) -> torch.Tensor:
-    from conformance.values import replicate
+    from conformance.specs.values import replicate
 
     return replicate(tensor, device)

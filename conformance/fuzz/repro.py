@@ -1,7 +1,7 @@
 """Write a failing program as `repro_<id>.py`: a script that needs only torch and the backend's name.
 
 It holds the program's source, its inputs (saved by torch with their exact layouts: strides, storage
-offsets and the nan-filled gaps), and a compact copy of the oracle's rules (its numbers from conformance.policy), so it prints the program,
+offsets and the nan-filled gaps), and a compact copy of the oracle's rules (its numbers from conformance.harness.policy), so it prints the program,
 runs it under eager, the float64 reference and the backend, and exits 1 with the same complaint while
 the bug is there. The id is a hash of the shrunk program: one file per distinct failure.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from conformance import policy
 from conformance.fuzz.program import Program
+from conformance.harness import policy
 
 TEMPLATE = '''\
 """Fuzz repro {id}: a program on which backend {backend!r} ({device}) and eager differ.
@@ -42,7 +42,7 @@ import torch
 BACKEND = {backend!r}
 DEVICE = {device!r}
 RTOL, ATOL = {tolerance!r}
-K = {k!r}  # conformance.policy.K: as far from float64 as eager, times K
+K = {k!r}  # conformance.harness.policy.K: as far from float64 as eager, times K
 BACKWARD = {backward!r}  # also compare the gradients of every floating input
 SEED = {seed!r}  # of the gradients flowing into the outputs
 
@@ -88,7 +88,7 @@ def classes(x):
 
 
 def differ(a, e, r):
-    """The oracle's rules (conformance/oracle.py), compactly: '' where `a` is eager's answer."""
+    """The oracle's rules (conformance/harness/oracle.py), compactly: '' where `a` is eager's answer."""
     if a is None or e is None:
         return "" if a is None and e is None else "one side has no value"
     if a.shape != e.shape or a.dtype != e.dtype:

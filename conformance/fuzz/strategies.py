@@ -28,12 +28,12 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from conformance.catalog import SPECS
 from conformance.fuzz.program import VIEW_KINDS, Input, Node, Operand, Program, View
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
-from conformance.runner import overlaps_itself, supported_dtypes
-from conformance.samples import SCALARS
-from conformance.values import DTYPES, LAYOUTS, replicate
+from conformance.harness.runner import overlaps_itself, supported_dtypes
+from conformance.specs.catalog import SPECS
+from conformance.specs.samples import SCALARS
+from conformance.specs.values import DTYPES, LAYOUTS, replicate
 
 # A row longer than one block: the CPU interpreter's largest block is 2**14 elements, a GPU's 8192.
 LONG = 2**14 + 27

@@ -1,7 +1,7 @@
 """The ops a fuzzed program is built from: the conformance suite's own specs, read as data.
 
-Pointwise ops and casts (for the fuser, its op table: `conformance/ops_pointwise.py` derives them from
-it), their in-place twins, and reductions (`conformance/ops_reductions.py`). Views are not ops here but
+Pointwise ops and casts (for the fuser, its op table: `conformance/specs/pointwise.py` derives them from
+it), their in-place twins, and reductions (`conformance/specs/reductions.py`). Views are not ops here but
 steps on an operand (`conformance.fuzz.program.View`). Left out, each for a reason:
 
 - pointwise backward ops (`*_backward`): autograd emits them; backward programs reach them anyway;
@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from conformance.catalog import SPECS
-from conformance.samples import dim_argument, positional_operands, schema_operands, takes_list
 from conformance.specs import OpSpec
+from conformance.specs.catalog import SPECS
+from conformance.specs.samples import dim_argument, positional_operands, schema_operands, takes_list
 
 # Float-to-float ops whose result jumps where the operand crosses a point (an integer, a sign, a
 # rounding boundary): they read only exactly computed values (see `FuzzOp.discontinuous`).

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.runner import resolve_backend
+from conformance.harness.runner import resolve_backend
 from conformance.zoo import deps
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"zoo: skipped: {problem}")
         return 2
-    from conformance.policy import BUDGETS
+    from conformance.harness.policy import BUDGETS
     from conformance.zoo.check import check_model
     from conformance.zoo.models import BY_NAME, ZOO
     from conformance.zoo.report import markdown, write

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from conformance.policy import BUDGETS, SMALL_GRADIENT, TRAINING, Budget
-from conformance.probe import watching
+from conformance.harness.policy import BUDGETS, SMALL_GRADIENT, TRAINING, Budget
+from conformance.harness.probe import watching
 from conformance.zoo.models import ZooModel
 
 

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from conformance.policy import BUDGETS, TRAINING
+from conformance.harness.policy import BUDGETS, TRAINING
 from conformance.zoo.check import ZooResult
 
 

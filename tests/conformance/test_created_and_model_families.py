@@ -7,10 +7,10 @@ import dataclasses
 
 import torch
 
-from conformance.catalog import SPECS
-from conformance.report import markdown
-from conformance.runner import Program, expect, run_case
-from conformance.samples import Sample, generate
+from conformance.harness.report import markdown
+from conformance.harness.runner import Program, expect, run_case
+from conformance.specs.catalog import SPECS
+from conformance.specs.samples import Sample, generate
 
 
 def test_a_created_tensor_is_combined_with_the_samples_input_in_the_program():
@@ -60,7 +60,7 @@ def test_a_case_whose_graph_the_backend_raised_on_fails_too(monkeypatch):
     # Dynamo runs a graph its backend raised on eagerly (a graph break): the op reached the backend but
     # was never compiled, so the case would pass vacuously (found: index_fill.int_Tensor's backward on the
     # CPU, where the joint graph holds aten._unique).
-    from conformance import runner
+    from conformance.harness import runner
 
     def refusing(graph_module, example_inputs, **kwargs):
         # What AOTAutograd raised there: Dynamo turns it into a graph break, not an error.
@@ -122,8 +122,8 @@ def test_a_random_op_must_give_the_same_values_under_the_same_seed():
 def test_a_sample_moved_to_another_device_creates_its_tensors_there():
     # rand([37, 7], device=...) has no input to carry the device: the sample's device= must move too,
     # or a CUDA run compiles and checks a CPU program (seen on the lent GPU, 2026-11-26).
-    from conformance.runner import on_device
-    from conformance.samples import Sample
+    from conformance.harness.runner import on_device
+    from conformance.specs.samples import Sample
 
     sample = Sample(([37, 7],), {"dtype": torch.float32, "device": torch.device("cpu")}, "created")
     assert on_device(sample, "meta").kwargs["device"] == torch.device("meta")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.caseid import CaseKey
-from conformance.ledger import DEFAULT_PATH, Ledger, LedgerError
+from conformance.harness.ledger import DEFAULT_PATH, Ledger, LedgerError
+from conformance.specs.caseid import CaseKey
 
 ENTRY = """
 [[xfail]]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalog import SPECS
-from conformance.report import CaseResult, _totals_line
-from conformance.runner import run_case
+from conformance.harness.report import CaseResult, _totals_line
+from conformance.harness.runner import run_case
+from conformance.specs.catalog import SPECS
 from fuser import validation
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_an_op_without_a_lowering_is_reported_even_when_opted_in(monkeypatch):
 
 
 def test_the_totals_line_counts_them():
-    from conformance.caseid import CaseKey
+    from conformance.specs.caseid import CaseKey
 
     key = CaseKey("aten.hypot.default", "float32", "alone", "fwd", "fuser", "cpu")
     line = _totals_line(

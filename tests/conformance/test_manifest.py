@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fuser
-from conformance import manifest_check
+from conformance.validate import manifest_check
 from fuser import validation
 from fuser.lowerings import fingerprint, lowerings
 

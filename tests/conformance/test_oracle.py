@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from conformance.oracle import compare
+from conformance.harness.oracle import compare
 
 
 def test_equal_integers_pass_and_one_wrong_integer_fails():
@@ -109,9 +109,9 @@ def test_unspecified_masks_follow_the_structure_of_the_result():
 
 
 def test_the_runner_marks_the_positions_where_a_named_argument_holds_a_named_value():
-    from conformance.catalog import SPECS
-    from conformance.runner import fit, gradient_masks, output_masks, unspecified_mask
-    from conformance.samples import Sample
+    from conformance.harness.runner import fit, gradient_masks, output_masks, unspecified_mask
+    from conformance.specs.catalog import SPECS
+    from conformance.specs.samples import Sample
 
     spec = SPECS["aten.hardtanh_backward.default"]  # fwd: a nan self, min_val or max_val
     grad = torch.tensor([[math.nan, 1.0, 2.0]])
@@ -197,9 +197,9 @@ def test_the_float64_reference_of_a_gradient_rounds_the_op_s_result_where_the_pr
     """Issue 27: the max of `into_reduction` splits its gradient among the row's ties, and which elements
     tie is decided by the op's float16 result: 65504 - 2 * -65504 rounds to inf and ties with inf - 2.
     A reference that never rounds sees one inf and gives it the whole gradient, twice a right answer."""
-    from conformance.catalog import SPECS
-    from conformance.runner import expect
-    from conformance.samples import Sample
+    from conformance.harness.runner import expect
+    from conformance.specs.catalog import SPECS
+    from conformance.specs.samples import Sample
 
     a = torch.tensor([[0.0, 65504.0, math.inf]], dtype=torch.float16)
     b = torch.tensor([[0.0, -65504.0, 1.0]], dtype=torch.float16)
@@ -216,7 +216,7 @@ def test_the_float64_reference_of_a_gradient_rounds_the_op_s_result_where_the_pr
 def test_eager_s_own_bits_pass_without_the_elementwise_rules_and_record_eager_s_ulps(monkeypatch):
     # The fast path: a result with eager's bits (nan, inf and signed zeros included, any strides) is
     # eager's answer; the elementwise rules are not run for it, and its ulps are eager's.
-    from conformance import oracle
+    from conformance.harness import oracle
 
     reference = torch.tensor([[1.0 + 2**-30, -0.0], [math.inf, math.nan]], dtype=torch.float64)
     expected = torch.tensor([[1.0, -0.0], [math.inf, math.nan]])

@@ -1,5 +1,5 @@
 """The oracle where rounding alone moves a result far: at overflow, and in a program that amplifies a
-rounding error (`conformance.perturbation`). Each relaxed rule passes the situation the validation batch
+rounding error (`conformance.harness.perturbation`). Each relaxed rule passes the situation the validation batch
 failed (2026-11-27), and still fails a planted miscompile of the same shape."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import fuser.codegen
-from conformance import perturbation
-from conformance.oracle import compare
-from conformance.policy import TOLERANCES
-from conformance.runner import _rounded_like
+from conformance.harness import perturbation
+from conformance.harness.oracle import compare
+from conformance.harness.policy import TOLERANCES
+from conformance.harness.runner import _rounded_like
 
 F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
 
@@ -83,7 +83,9 @@ def test_a_wrong_overflow_still_fails(compiled, reference):
 def reciprocal_gradient(function, x: torch.Tensor, g: torch.Tensor, rounded: bool = False) -> torch.Tensor:
     x = x.detach().requires_grad_()
     y = function(x)
-    if rounded:  # the reference rounds the op's result as the program does (conformance.runner.Program)
+    if (
+        rounded
+    ):  # the reference rounds the op's result as the program does (conformance.harness.runner.Program)
         y = _rounded_like(y, torch.empty((), dtype=F16))
     y.backward(g)
     return x.grad

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance import runner
+from conformance.harness import runner
 
 PROJECT_CONFTEST = """
 def pytest_addoption(parser):

@@ -1,10 +1,10 @@
-"""The backend probe (conformance/probe.py): what each backend says it did, read one way."""
+"""The backend probe (conformance/harness/probe.py): what each backend says it did, read one way."""
 
 from __future__ import annotations
 
 import torch
 
-from conformance.probe import watching
+from conformance.harness.probe import watching
 from fuser.backend import fuser_backend
 
 

@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from conformance.caseid import CaseKey
-from conformance.report import CaseResult, case_from_json, filename_safe, markdown, summary, to_json, write
+from conformance.harness.report import (
+    CaseResult,
+    case_from_json,
+    filename_safe,
+    markdown,
+    summary,
+    to_json,
+    write,
+)
+from conformance.specs.caseid import CaseKey
 
 META = {
     "backend": "fuser",
@@ -205,7 +213,7 @@ def test_sharded_reports_merge_into_one_record(tmp_path):
 
 
 def test_ledger_entries_drafted_with_reasons_cover_exactly_the_failures(tmp_path):
-    from conformance.ledger import Ledger
+    from conformance.harness.ledger import Ledger
 
     run = [
         result("aten.add.Tensor", "float16", "failed", context="producer", message="output: x"),
@@ -232,7 +240,7 @@ def test_ledger_entries_drafted_with_reasons_cover_exactly_the_failures(tmp_path
 
 
 def test_ledger_entries_drafted_for_this_tier_expect_the_failure_only_there(tmp_path):
-    from conformance.ledger import Ledger
+    from conformance.harness.ledger import Ledger
 
     run = [result("aten.add.Tensor", "float16", "failed", message="output: x")]
     report, _ = write(run, META | {"tier": "full"}, tmp_path / "report")

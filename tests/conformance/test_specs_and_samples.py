@@ -8,12 +8,12 @@ import math
 import pytest
 import torch
 
-from conformance.catalog import SPECS, overload_counts
+from conformance.harness.runner import supported_dtypes
 from conformance.plugin import untested_ops
-from conformance.runner import supported_dtypes
-from conformance.samples import generate, iter_samples
 from conformance.specs import SpecError, spec
-from conformance.values import lay_out, values_for
+from conformance.specs.catalog import SPECS, overload_counts
+from conformance.specs.samples import generate, iter_samples
+from conformance.specs.values import lay_out, values_for
 
 
 def _unspecified(where: dict, reason: str = "eager's loops disagree") -> dict:

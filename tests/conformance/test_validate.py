@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import manifest_check, validate
+from conformance import validate
+from conformance.validate import manifest_check
 from fuser import validation
 from fuser.lowerings import fingerprint
 from fuser.miscompiles import ENV
@@ -243,7 +244,7 @@ def test_the_fuzz_stage_says_why_it_did_not_run(run, capsys):
 
 
 def test_the_fuzz_stage_says_why_it_skips_an_op_the_fuzzer_leaves_out():
-    from conformance.validate_fuzz import fuzz_skip_reason
+    from conformance.validate.fuzz import fuzz_skip_reason
 
     assert fuzz_skip_reason("aten.neg.default") is None
     assert "unspecified_at" in fuzz_skip_reason("aten.i0.default")  # ±inf: eager's CPU and CUDA differ

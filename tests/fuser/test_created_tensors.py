@@ -5,7 +5,7 @@ eager combines that value with the rest. A kernel that kept the fill as float32'
 before storing was wrong by 1e-4 where the result cancels (and x == fill was False), yet right when the
 fill was stored alone (one op after the fill: the fuser keeps half values in float32 between ops, so
 longer chains round differently by design) — which is why the conformance suite's single-op cases passed it (found by the
-created-tensor family: conformance/ops_created.py, conformance/combine.py).
+created-tensor family: conformance/specs/created.py, conformance/specs/combine.py).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_linspace_and_logspace_follow_eager_in_every_dtype(dtype, ends, steps, d
 def test_eye_of_any_size_comes_back_right(size, device) -> None:
     """PyTorch's eye decomposition picks its index dtype by size (uint16 past 255, through
     _strength_reduce_integer), and eager has no uint16 arange on CPU: the fuser's eager call of it
-    raised NotImplementedError for eye(3, 20000) (found by conformance/ops_created.py)."""
+    raised NotImplementedError for eye(3, 20000) (found by conformance/specs/created.py)."""
 
     def program(x):
         return torch.eye(*size, dtype=x.dtype, device=device) - x

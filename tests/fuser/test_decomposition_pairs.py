@@ -21,7 +21,7 @@ from torch._decomp import core_aten_decompositions
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import fuser
-from conformance.oracle import compare
+from conformance.harness.oracle import compare
 from fuser.autograd_pairs import saved_output_pairs, split_pairs
 from fuser.backend import decomposition_table
 

@@ -86,7 +86,7 @@ for backend in fuser inductor; do
     fi
     if [[ " $JOBS " == *" families "* ]]; then
         mapfile -t family_ops < <("$PYTHON" -c "
-from conformance.catalog import SPECS
+from conformance.specs.catalog import SPECS
 skip = set('${FAMILY_SKIP:-aten.log_sigmoid_forward.default}'.split())  # eager CUDA rejects its every sample
 print('\n'.join(op for op, s in SPECS.items() if s.category in ('loss', 'created', 'indexing', 'random', 'fallback') and op not in skip))")
         job "families-$backend" env FUSER_STRICT=1 "$PYTHON" -m pytest conformance/test_ops.py --conformance-device cuda \

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from conformance.caseid import DIRECTIONS
-from conformance.oracle import UNSPECIFIED_VALUES
-from conformance.values import DTYPES
+from conformance.harness.oracle import UNSPECIFIED_VALUES
+from conformance.specs.caseid import DIRECTIONS
+from conformance.specs.values import DTYPES
 
 FAMILIES = ("elementwise", "reduction", "shaped")
 CATEGORIES = (
@@ -81,7 +81,7 @@ class OpSpec:
     # autograd has no formula for them).
     not_differentiated: tuple[str, ...] = ()
     # Random ops: check(sample, output, grads, grad_outputs) -> "" or what is wrong, in place of the
-    # comparison with eager's values (conformance/ops_random.py).
+    # comparison with eager's values (conformance/specs/random.py).
     check: Callable | None = None
     # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
     # without it, a case whose op the backend never compiled fails, since it would pass vacuously.

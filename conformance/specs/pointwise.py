@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from conformance.combine import mixed
 from conformance.specs import OpSpec, spec
-from conformance.values import DTYPES
+from conformance.specs.combine import mixed
+from conformance.specs.values import DTYPES
 from fuser.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
 
 _ALL = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16]
@@ -205,7 +205,7 @@ def pointwise_specs() -> list[OpSpec]:
         if overload._schema.name.split("::")[1] in BACKWARD_OPS:
             continue  # specified below, as the backward op it is
         if _creates(overload):
-            continue  # specified with the other creation ops (conformance/ops_created.py)
+            continue  # specified with the other creation ops (conformance/specs/created.py)
         specs.append(_derived(overload))
         if _inplace_twin(overload) is not None:
             specs.append(_derived(overload, inplace=True))

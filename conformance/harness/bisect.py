@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
-from conformance.policy import Budget
+from conformance.harness.policy import Budget
 
 
 @dataclass

@@ -24,9 +24,9 @@ from typing import Any
 
 import torch
 
-from conformance.combine import mixed
 from conformance.specs import OpSpec, shaped_spec
-from conformance.values import DTYPES, FLOATING
+from conformance.specs.combine import mixed
+from conformance.specs.values import DTYPES, FLOATING
 
 ALL = tuple(DTYPES)
 Calls = list[tuple[tuple, dict[str, Any]]]
@@ -546,7 +546,7 @@ def shaped_specs() -> list[OpSpec]:
         shaped_spec("scatter_add.default", fallback, scatter_add_calls),
         shaped_spec("index_add.default", fallback, index_add_calls),
         shaped_spec("diag_embed.default", fallback, diag_embed_calls),
-        # The Python scalar fills where the mask says: combined with x, as a fill (conformance/combine.py).
+        # The Python scalar fills where the mask says: combined with x, as a fill (conformance/specs/combine.py).
         shaped_spec("where.ScalarOther", fallback, where_scalar_calls(scalar_first=False), combine=mixed),
         shaped_spec("where.ScalarSelf", fallback, where_scalar_calls(scalar_first=True), combine=mixed),
     ]

@@ -10,7 +10,7 @@ the call and for gradients:
    overflow: a vectorized fmod is nan where the quotient overflows). A finite value where eager has nan
    or inf must then be the reference's within the *allowed error*: the tolerance of rule 4, or K times
    what rounding in the working dtype alone can move the reference there (the reference perturbed,
-   `conformance.perturbation`; a gradient computed from a rounded result carries that rounding).
+   `conformance.harness.perturbation`; a gradient computed from a rounded result carries that rounding).
    Where the reference's class does not decide either:
    a. where eager's nan or inf is not the reference's class, eager has no answer to hold the result to:
       a nan or an infinity is as good as eager's, but not an infinity of the sign opposite the reference's;
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from conformance.policy import TOLERANCES, ULP_DTYPES, ULP_K, K  # the policy; this module applies it
+from conformance.harness.policy import TOLERANCES, ULP_DTYPES, ULP_K, K  # the policy; this module applies it
 
 # Input values a spec may name in `unspecified_at`, and how to find them in a float64 tensor.
 UNSPECIFIED_VALUES = {
@@ -100,7 +100,7 @@ def compare(
     cases, where a budget means something; a whole program's sums cancel). `signed_zeros`: whether rule 5
     applies — only where the op's zero signs are IEEE's (the runner says so per spec and context).
     `perturbed`: None, or a function returning the float64 reference computed again under perturbations
-    by the working dtype's rounding (`conformance.perturbation.perturbed`: a list of results of
+    by the working dtype's rounding (`conformance.harness.perturbation.perturbed`: a list of results of
     `reference`'s structure), called only where rules 3, 4 and 7 would fail without it."""
     verdict = Verdict(forward=forward, ulp_budget=ulp_budget, signed_zeros=signed_zeros)
     _compare(
@@ -287,7 +287,7 @@ def _zero_signs(a, e, reference, path: str) -> str:
 
 class _Rounding:
     """What rounding in the working dtype alone can do to the reference, per element, from the perturbed
-    references (`conformance.perturbation`), computed on first use. `spread`: the largest distance of a
+    references (`conformance.harness.perturbation`), computed on first use. `spread`: the largest distance of a
     perturbed reference from the reference (inf where one is not finite); `undetermined`: where the
     perturbed references do not share the reference's class and sign (the working dtype has no one
     answer there). Without perturbed references: no spread, nothing undetermined."""

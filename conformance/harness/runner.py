@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from conformance import perturbation
-from conformance.contexts import WRAPPERS
-from conformance.oracle import UNSPECIFIED_VALUES, compare
-from conformance.policy import SIGNLESS_CONTEXTS, ULP_BUDGET, loosest_tolerance
-from conformance.probe import watching
-from conformance.samples import Sample, generate, iter_samples
+from conformance.harness import perturbation
+from conformance.harness.oracle import UNSPECIFIED_VALUES, compare
+from conformance.harness.policy import SIGNLESS_CONTEXTS, ULP_BUDGET, loosest_tolerance
+from conformance.harness.probe import watching
 from conformance.specs import OpSpec
-from conformance.values import inf, nan, replicate
+from conformance.specs.contexts import WRAPPERS
+from conformance.specs.samples import Sample, generate, iter_samples
+from conformance.specs.values import inf, nan, replicate
 
 STANDARD_BACKENDS = ("fuser", "inductor", "aot_eager", "eager")
 
@@ -107,7 +107,7 @@ class CaseRun:
     notes: list[str] = field(default_factory=list)
     source: str = ""
     # Why the backend ran the op under test eagerly inside its compiled graph (a backend that reports it:
-    # conformance.probe): the case then checked eager against eager. Counted in the report.
+    # conformance.harness.probe): the case then checked eager against eager. Counted in the report.
     left_eager: str = ""
 
     @property
@@ -339,7 +339,7 @@ class Expected:
     reference_grads: list | None = None
     grad_outputs: list | None = None
     # The reference's (output, inputs after, gradients) again under perturbations by the working dtype's
-    # rounding (`conformance.perturbation`), computed when the oracle first asks.
+    # rounding (`conformance.harness.perturbation`), computed when the oracle first asks.
     perturbed: Callable[[], list] | None = None
 
 

@@ -1,6 +1,6 @@
 """Checks a validation manifest beyond what the fuser's loader checks: its JSON schema, that every entry
 is fresh (its fingerprint is the kernels its op emits today), and that its case count is what
-validating the op here would run (a hand-edited count is caught). `python -m conformance.manifest_check
+validating the op here would run (a hand-edited count is caught). `python -m conformance.validate.manifest_check
 [FILE ...]` checks the committed manifests (CI runs it as tests/conformance/test_manifest.py).
 
 CI's policy (docs/validation.md): a stale `cpu` entry fails, since CI's own kind of machine can mend it
@@ -94,7 +94,7 @@ def problems(path: Path, backend: str = "fuser") -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m conformance.manifest_check", description=__doc__.split("\n\n")[0]
+        prog="python -m conformance.validate.manifest_check", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("files", nargs="*", type=Path, help="manifests (default: every committed one)")
     paths = parser.parse_args(argv).files or sorted(validation.MANIFEST_DIR.glob("*.toml"))

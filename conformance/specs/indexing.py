@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from conformance.ops_shaped import _distinct_indices, _indices, _positions
 from conformance.specs import OpSpec, shaped_spec
-from conformance.values import DTYPES, FLOATING
+from conformance.specs.shaped import _distinct_indices, _indices, _positions
+from conformance.specs.values import DTYPES, FLOATING
 
 ALL = tuple(DTYPES)
 Calls = list[tuple[tuple, dict[str, Any]]]

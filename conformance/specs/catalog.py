@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from conformance.ops_created import created_specs
-from conformance.ops_fallbacks import fallback_specs
-from conformance.ops_indexing import indexing_specs
-from conformance.ops_losses import loss_specs
-from conformance.ops_pointwise import pointwise_specs
-from conformance.ops_random import random_specs
-from conformance.ops_reductions import reduction_specs
-from conformance.ops_shaped import shaped_specs
 from conformance.specs import OpSpec, registry
+from conformance.specs.created import created_specs
+from conformance.specs.fallbacks import fallback_specs
+from conformance.specs.indexing import indexing_specs
+from conformance.specs.losses import loss_specs
+from conformance.specs.pointwise import pointwise_specs
+from conformance.specs.random import random_specs
+from conformance.specs.reductions import reduction_specs
+from conformance.specs.shaped import shaped_specs
 
 SPECS: dict[str, OpSpec] = registry(
     pointwise_specs()

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from conformance.specs import OpSpec, shaped_spec
-from conformance.values import DTYPES, FLOATING
+from conformance.specs.values import DTYPES, FLOATING
 
 Calls = list[tuple[tuple, dict[str, Any]]]
 STATISTICS = 1000  # elements a sample needs before its mean and spread are judged

@@ -8,7 +8,7 @@ groups of a few, each group one process drawing programs that call several of it
 (conformance/fuzz/batch.py), several groups at a time.
 
 The batch's state is one JSON-lines file that only grows: a line naming the ops a pytest run launches
-and their fingerprints, then a line per case as it finishes (conformance/case_log.py), a line per
+and their fingerprints, then a line per case as it finishes (conformance/harness/case_log.py), a line per
 finished fuzz group, and a line per op whose outcome is final (entry written or failure reported). A
 run stopped midway resumes from it: cases and fuzz groups logged at today's fingerprints are read back,
 not run again.
@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 from conformance.fuzz.strategies import eager_dtypes
+from conformance.harness.report import CaseResult, case_from_json
 from conformance.plugin import cases, full_tier_command
-from conformance.report import CaseResult, case_from_json
 from conformance.validate import PROXIES, Verdict, specs_for, verdict_from, worker_count
-from conformance.validate_fuzz import (
+from conformance.validate.fuzz import (
     FuzzStage,
     fuzz_failure,
     fuzz_skip_reason,
@@ -40,7 +40,7 @@ from conformance.validate_fuzz import (
     run_fuzz_group,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FUZZ_GROUP = 4  # ops per fuzz group: each program holds a node of each, and a few drawn ones
 PROGRESS_EVERY_S = 60
 
@@ -124,7 +124,14 @@ def run_cases(
     command += ["-p", "no:xdist"] if workers == "1" else ["-n", workers, "--dist", "worksteal"]
     skip = state_path.with_suffix(".done")
     skip.write_text("".join(f"{case}\n" for case in sorted(done)))
-    command += ["-p", "conformance.case_log", "--case-log", str(state_path), "--case-log-skip", str(skip)]
+    command += [
+        "-p",
+        "conformance.harness.case_log",
+        "--case-log",
+        str(state_path),
+        "--case-log-skip",
+        str(skip),
+    ]
     env = os.environ | {"FUSER_STRICT": "1", "FUSER_UNVALIDATED": "fuse"}
     before = _count_lines(state_path)
     with log_path.open("w") as log:

@@ -5,7 +5,7 @@ embeddings computed inside the program, a channels-last layer norm, a loss at th
 Triton's interpreter. `conformance/test_blocks.py` runs each through a backend in fp32, bf16 parameters
 and bf16 autocast, and compares the loss and every parameter's gradient with float64 eager under the
 zoo's eager-relative verdict (`conformance.zoo.check`); a block that fails is bisected to the first node
-of its graph that disagrees (`conformance.bisect`).
+of its graph that disagrees (`conformance.harness.bisect`).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from conformance.oracle import compare
-from conformance.policy import TOLERANCES
-from conformance.runner import CaseRun, resolve_backend
+from conformance.harness.oracle import compare
+from conformance.harness.policy import TOLERANCES
+from conformance.harness.runner import CaseRun, resolve_backend
 
 STEPS = 5
 SIZES = ((7,), (33,), (1,), (3, 4))  # the last is transposed: a non-contiguous parameter

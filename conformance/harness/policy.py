@@ -1,5 +1,5 @@
 """The oracle's policy, in one place: how far a backend may be from eager and from float64, for every
-check the suite makes. `conformance.oracle` applies it to one result (its rules 1–7 are described
+check the suite makes. `conformance.harness.oracle` applies it to one result (its rules 1–7 are described
 there); the runner (op cases), the fuzzer (whole programs), the optimizer steps, the model blocks and the
 zoo all choose their tolerances and budgets here, so a rule is changed once and read once.
 

@@ -7,9 +7,9 @@
   Samples are the quick tier's (attribute variants and scalar sweeps on the awkward-value walk only).
 - `full`: every dtype in every context, forward, and backward for every floating dtype; samples add
   large odd shapes (1823x781) and longer rows.
-- `models`: no op cases; the suite's model blocks (`conformance/blocks.py`, run by
+- `models`: no op cases; the suite's model blocks (`conformance/harness/blocks.py`, run by
   `conformance/test_blocks.py`) in fp32, bf16 parameters and bf16 autocast, and the optimizer-step
-  programs (`conformance/optimizers.py`, run by `conformance/test_optimizers.py`).
+  programs (`conformance/harness/optimizers.py`, run by `conformance/test_optimizers.py`).
 
 The primary dtype is float32 where the op supports it, else its first supported dtype.
 """
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from conformance.caseid import CaseKey
-from conformance.contexts import CONTEXTS
 from conformance.specs import OpSpec
-from conformance.values import FLOATING
+from conformance.specs.caseid import CaseKey
+from conformance.specs.contexts import CONTEXTS
+from conformance.specs.values import FLOATING
 
 TIER_NAMES = ("quick", "full", "models")
 OP_TIERS = ("quick", "full")

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from conformance.specs import OpSpec, shaped_spec
-from conformance.values import FLOATING
+from conformance.specs.values import FLOATING
 
 Calls = list[tuple[tuple, dict[str, Any]]]
 

@@ -1,6 +1,6 @@
 """A pytest plugin that appends each conformance case's result to a JSON-lines file the moment the case
-finishes (`pytest -p conformance.case_log --case-log PATH`), so that a long run stopped midway keeps every
-case it finished: a batch validation (conformance/validate_batch.py) resumes from that file, running
+finishes (`pytest -p conformance.harness.case_log --case-log PATH`), so that a long run stopped midway keeps every
+case it finished: a batch validation (conformance/validate/batch.py) resumes from that file, running
 only the cases it lacks (`--case-log-skip FILE`: the ids of cases not to run, one a line).
 
 A line is the case as the conformance report writes it (`report.to_json`), taken from the conformance
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.caseid import CaseKey
+from conformance.harness.report import to_json
 from conformance.plugin import config_results
-from conformance.report import to_json
+from conformance.specs.caseid import CaseKey
 
 _path: list[Path] = []  # the log, where this process writes one
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from conformance.specs import OpSpec, spec
-from conformance.values import DTYPES, FLOATING, inf
+from conformance.specs.values import DTYPES, FLOATING, inf
 
 ALL = tuple(DTYPES)
 # Float-valued ops that promote integer inputs (eager drops the dtypes it rejects).

@@ -7,7 +7,7 @@ table, and writes the op's manifest entry only if every case passed or is a ledg
 failure. A dtype with an expected failure is left out of the entry (not validated); any other
 failure writes nothing, prints each failing case with its rerun command, and makes the exit status 1.
 
-Then the fuzz stage (conformance/validate_fuzz.py): `--fuzz-examples N` random programs
+Then the fuzz stage (conformance/validate/fuzz.py): `--fuzz-examples N` random programs
 (conformance/fuzz/), each calling the op among other ops, with the same backend, device and forced
 lowering; a failure fails the op as a failing case does (its repro and rerun command printed), a pass
 records `fuzz = <programs passed>` in the entry. Ops the fuzzer cannot require (views, prims,
@@ -29,7 +29,6 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 import tomllib
@@ -39,11 +38,11 @@ from pathlib import Path
 
 import torch
 
-from conformance import report
-from conformance.caseid import DTYPES
-from conformance.catalog import SPECS
+from conformance.harness import report
 from conformance.plugin import cases, full_tier_command, rerun_command
-from conformance.validate_fuzz import (
+from conformance.specs.caseid import DTYPES
+from conformance.specs.catalog import SPECS
+from conformance.validate.fuzz import (
     DEFAULT_FUZZ_EXAMPLES,
     DEFAULT_FUZZ_PASSES,
     FuzzStage,
@@ -53,7 +52,7 @@ from conformance.validate_fuzz import (
 )
 from fuser import lowerings, validation
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Ops the fuser lowers that no user calls directly: the conformance ops whose graphs reach them
 # (checked: var's forward and backward graphs hold all three).
 PROXIES = {
@@ -69,7 +68,9 @@ def specs_for(op: str) -> tuple[str, ...]:
         return PROXIES[op]
     if op in SPECS:
         return (op,)
-    raise SystemExit(f"validate: unknown op {op!r}: no conformance spec (see conformance.catalog.SPECS)")
+    raise SystemExit(
+        f"validate: unknown op {op!r}: no conformance spec (see conformance.specs.catalog.SPECS)"
+    )
 
 
 def expected_cases(op: str, backend: str, device: str) -> int:
@@ -141,8 +142,8 @@ def ran_eagerly(op: str, dtypes: tuple[str, ...], device: str) -> list[str]:
     """The dtypes in which the fuser left `op` itself eager (a case that passes so passes vacuously):
     one eager-accepted sample per dtype, compiled with `fuser.explain` (the fuser's public report)."""
     import fuser
-    from conformance.runner import Program, expect, fresh_inputs, on_device
-    from conformance.samples import iter_samples
+    from conformance.harness.runner import Program, expect, fresh_inputs, on_device
+    from conformance.specs.samples import iter_samples
 
     if op in PROXIES:
         return []  # reached through its proxies' decompositions; not called directly
@@ -431,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         save_progress(progress_path, progress)
 
     if args.batch:
-        from conformance import validate_batch  # it builds on this module
+        from conformance.validate import batch as validate_batch  # it builds on this module
 
         state = progress_path.with_suffix(".batch.jsonl")  # the batch's cases and fuzz groups, as logged
         verdicts = validate_batch.validate_all(ops, fingerprints, args, state, finish)
@@ -476,7 +477,3 @@ def validate_each(ops: list[str], args: argparse.Namespace, finish) -> list[Verd
         verdict.fuzz = fuzz_stage(verdict, args)
         finish(verdict)
     return verdicts
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.catalog import SPECS
 from conformance.fuzz.vocab import BY_NAME as FUZZ_VOCABULARY
+from conformance.specs.catalog import SPECS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.caseid import DIRECTIONS, DTYPES, CaseKey
+from conformance.specs.caseid import DIRECTIONS, DTYPES, CaseKey
 
 # not_validated: the backend ran the op eagerly because it is not validated for this architecture and
 # dtype (the fuser's manifest gate), so the case compared eager with eager: it failed, and is told apart.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from conformance.values import DTYPES, inf, lay_out, nan, values_for
+from conformance.specs.values import DTYPES, inf, lay_out, nan, values_for
 
 if TYPE_CHECKING:
     from conformance.specs import OpSpec

@@ -1,7 +1,7 @@
 """Specs of ops that create tensors inside the program: ranges, fills, identities, triangle indices.
 
 Each call is sized by the sample's input `x` (its last dim, its shape), made in the case's dtype, and
-combined with `x` by the spec's `combine` (`conformance/combine.py`): a created tensor is only wrong
+combined with `x` by the spec's `combine` (`conformance/specs/combine.py`): a created tensor is only wrong
 where a kernel combines it with other values, and combining it with an input keeps a backend from
 folding it into a constant. The float64 reference runs the op as it is (its rounding to its dtype is
 what the op means: arange(0, 6.4, 0.1) in bfloat16 holds bfloat16 values) and the combination in
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.combine import filled, gathered, masked, mixed, outer
 from conformance.specs import OpSpec, shaped_spec
-from conformance.values import DTYPES
+from conformance.specs.combine import filled, gathered, masked, mixed, outer
+from conformance.specs.values import DTYPES
 
 ALL = tuple(DTYPES)
 Calls = list[tuple[tuple, dict[str, Any]]]
