@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import subprocess
 import sys
@@ -212,3 +213,27 @@ def test_a_kernel_after_one_that_fell_back_for_its_sizes_is_checked_too():
     indices = torch.tensor([3, 5, 3, 0])
     for got, want in zip(compiled([a, indices]), program(a, indices), strict=True):
         torch.testing.assert_close(got, want)
+
+
+def test_batch_norm_statistics_that_eager_returns_in_float32_reach_kernels_as_traced(device):
+    # Found by the zoo tier. CPU batch norm on bfloat16 saves float32 statistics where its meta kernel says bfloat16: the
+    # backward kernel, generated for bfloat16, read float32 bytes (a shape error in the interpreter,
+    # garbage on a GPU). Extern results now arrive in the dtype the graph was traced with.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    model = model.to(device)
+    x = torch.randn(2, 3, 6, 6, device=device)
+    cotangent = torch.randn(2, 8, 6, 6, device=device)
+
+    def gradients(net):
+        with torch.autocast(device, torch.bfloat16):
+            y = net(x)
+        (y.float() * cotangent).sum().backward()
+        return [p.grad for p in net.parameters()]
+
+    expected = gradients(copy.deepcopy(model))
+    compiled = gradients(torch.compile(copy.deepcopy(model), backend="fuser"))
+    scale = max(e.abs().max().item() for e in expected)
+    torch.testing.assert_close(
+        compiled, expected, atol=0.05 * scale, rtol=0
+    )  # bf16 statistics, rounded once more

@@ -430,3 +430,26 @@ def test_layer_norm_reduces_each_row_three_times_in_one_kernel(device):
     (source,) = report.sources
     assert source.count("tl.reduce(") == 3, source
     torch.testing.assert_close(report.result, layer_norm(x, w, b))
+
+
+def _sums_beside_a_transposed_slice(t4, g12, m5, x):
+    y = (t4 + g12)[:, :, 0:8].transpose(1, 2).clone(memory_format=torch.contiguous_format).view(2, 8, 32)
+    v = m5.float().view(2, 8, 32)
+    return (v * x).sum([0, 1]), v.sum([0, 1]), y
+
+
+def test_a_row_kernels_variants_each_bind_their_own_view_sizes(device):
+    # Found by the zoo tier in GPT-2's backward under bf16 autocast: a row kernel (sums over the batch) also stores a transposed
+    # slice reshaped back. Its persistent and looped variants number their views differently, and the
+    # launcher used to bind both from one dict, so one variant read the other's view sizes (nan, 1e38).
+    # (Which variant numbers which view first follows the graph's node names: keep the program as is.)
+    torch.manual_seed(0)
+    args = (
+        torch.randn(2, 4, 8, 8).bfloat16().to(device),
+        torch.randn(2, 8, 4, 8).bfloat16().transpose(1, 2).to(device),
+        torch.randn(16, 32).bfloat16().to(device),
+        torch.randn(2, 8, 32).to(device),
+    )
+    compiled = torch.compile(_sums_beside_a_transposed_slice, backend="fuser")(*args)
+    assert fuser.counters()["kernels_launched"] == 1
+    torch.testing.assert_close(compiled, _sums_beside_a_transposed_slice(*args), atol=1e-5, rtol=0)

@@ -1,4 +1,5 @@
-"""Fuser bugs the fuzzer found (`python -m conformance.fuzz`), each pinned by the shrunk program.
+"""Type promotion of 0-dim operands, as eager does it (found by the fuzzer, `python -m conformance.fuzz`;
+each test is its shrunk program).
 
 A 0-dim tensor meets a dimensioned one of a lower floating dtype: type promotion makes the dimensioned
 one's dtype the common one, and eager rounds the 0-dim operand to it before computing. The fuser held the
