@@ -57,8 +57,8 @@ def run(command: list[str], cwd: Path = REPO, env: dict | None = None, timeout: 
 
 @cache
 def nox_sessions() -> set[str]:
-    listed = run([sys.executable, "-m", "nox", "--list", "--json"]).stdout
-    return set(re.findall(r'"session": "([\w-]+)"', listed))
+    listed = run([sys.executable, "-m", "nox", "--list"]).stdout  # --json lists only the default ones
+    return set(re.findall(r"^[*-] ([\w-]+) ->", listed, flags=re.M))
 
 
 @cache
