@@ -1,7 +1,7 @@
 """Validating many ops in one run (`python -m conformance.validate --batch ...`, docs/validation.md).
 
-The conformance stage is ONE pytest invocation over the union of the ops' full-tier cases, spread by
-pytest-xdist over the cores (on CUDA, worker k takes GPU k mod the GPU count: conformance/plugin.py),
+The conformance stage is one pytest invocation over the union of the ops' full-tier cases (a few, of at
+most CASES_PER_RUN cases each, when there are many: `chunks`), spread by pytest-xdist over the cores (on CUDA, worker k takes GPU k mod the GPU count: conformance/plugin.py),
 with the lowerings forced on; each case's result is grouped back to its op, whose verdict is decided
 exactly as for one op's run (`validate.verdict_from`). The fuzz stage then runs the ops that passed in
 groups of a few, each group one process drawing programs that call several of its ops
@@ -108,6 +108,10 @@ def _lines(path: Path) -> Iterator[dict]:
             continue  # a line cut short when the run was killed
 
 
+# The most cases one pytest run holds (see `chunks`).
+CASES_PER_RUN = 2500
+
+
 def run_cases(
     specs: list[str],
     done: set[str],
@@ -141,6 +145,24 @@ def run_cases(
                 return run.wait(timeout=PROGRESS_EVERY_S)
             except subprocess.TimeoutExpired:  # a long run says how far it is
                 print(f"    {_count_lines(state_path) - before} cases done", flush=True)
+
+
+def chunks(ops: list[str], case_counts: dict[str, int], limit: int | None = None) -> list[list[str]]:
+    """The ops in order, cut into pytest runs of at most `limit` cases (an op bigger than that alone).
+    A worker's memory grows with the cases it compiles (Dynamo's and the backend's caches): one run of
+    all 170 ops' 9,830 cases on 2 workers grew one worker to 15 GB and the machine's 24 GB killed it
+    four times (records/validate-cpu-all-2026-11-27.md); a fresh run every few thousand cases costs a
+    few seconds of start-up."""
+    limit = limit or CASES_PER_RUN
+    runs: list[list[str]] = []
+    size = 0
+    for op in ops:
+        if not runs or size + case_counts[op] > limit:
+            runs.append([])
+            size = 0
+        runs[-1].append(op)
+        size += case_counts[op]
+    return runs
 
 
 def _count_lines(path: Path) -> int:
@@ -198,16 +220,20 @@ def validate_all(
     log = args.logs / "batch.log"
     to_run = [op for op in ops if state.results(op, fingerprints[op], expected[op]) is None]
     if to_run:
-        specs = sorted({spec for op in to_run for spec in specs_for(op)})
         done = {case for op in to_run for case in state.done(op, fingerprints[op]) & expected[op]}
-        count = len({case for op in to_run for case in expected[op]} - done)
+        left = {op: expected[op] - done for op in to_run}
+        runs = chunks([op for op in to_run if left[op]], {op: len(left[op]) for op in to_run})
         print(
-            f"conformance: {count} cases of {len(to_run)} ops ({len(done)} logged by an earlier run), one "
-            f"pytest run ({args.workers} workers; log: {log})"
+            f"conformance: {sum(map(len, left.values()))} cases of {len(to_run)} ops ({len(done)} logged by an "
+            f"earlier run), {len(runs)} pytest run(s) of at most {CASES_PER_RUN} cases ({args.workers} workers; "
+            f"log: {log})"
         )
-        state.append({"launch": {op: fingerprints[op] for op in to_run}})
         started = time.monotonic()
-        run_cases(specs, done, args.backend, args.device, args.workers, state_path, log)
+        for number, chunk in enumerate(runs):
+            specs = sorted({spec for op in chunk for spec in specs_for(op)})
+            state.append({"launch": {op: fingerprints[op] for op in chunk}})
+            run_log = log if len(runs) == 1 else log.with_name(f"{log.stem}-{number + 1}{log.suffix}")
+            run_cases(specs, done, args.backend, args.device, args.workers, state_path, run_log)
         print(f"    {time.monotonic() - started:.0f} s", flush=True)
         state = BatchState.load(state_path, specs_for)
     verdicts = {op: op_verdict(op, state, fingerprints[op], expected[op], log) for op in ops}

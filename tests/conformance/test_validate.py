@@ -339,3 +339,15 @@ def logged(state: Path, op: str) -> int:
     if not state.exists():
         return 0
     return sum(f'"op": "{op}"' in line for line in state.read_text().splitlines())
+
+
+def test_a_large_batch_is_cut_into_pytest_runs_of_bounded_size():
+    from conformance.validate.batch import chunks
+
+    counts = {"a": 1200, "b": 1200, "c": 300, "d": 3000, "e": 10}
+    assert chunks(list(counts), counts, limit=2500) == [["a", "b"], ["c"], ["d"], ["e"]]
+    assert chunks(["a"], counts, limit=2500) == [["a"]]
+    assert all(
+        sum(counts[op] for op in run) <= 2500 or len(run) == 1
+        for run in chunks(list(counts), counts, limit=2500)
+    )
