@@ -16,16 +16,18 @@ from math import inf, nan
 
 import torch
 
-BACKEND = 'fuser'
-DEVICE = 'cpu'
+BACKEND = "fuser"
+DEVICE = "cpu"
 RTOL, ATOL = (0.001, 1e-05)
 K = 2.0  # conformance.policy.K: as far from float64 as eager, times K
 BACKWARD = True  # also compare the gradients of every floating input
 SEED = 0  # of the gradients flowing into the outputs
 
+
 def program(v0):
     v1 = torch.ops.aten.atan2.default(v0.expand(3, 16411).unsqueeze(0), v0)
     return (v1,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: float16[1, 16411] strides (32822, 2) (noncontiguous)
@@ -583,7 +585,9 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
         results += list(grads)
     return results
 
@@ -643,8 +647,8 @@ def main():
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0.expand(3, 16411).unsqueeze(0), v0)\n    return (v1,)\n'
-REFERENCE_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0.expand(3, 16411).unsqueeze(0), v0)\n    return (v1,)\n'
+PROGRAM_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0.expand(3, 16411).unsqueeze(0), v0)\n    return (v1,)\n"
+REFERENCE_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.atan2.default(v0.expand(3, 16411).unsqueeze(0), v0)\n    return (v1,)\n"
 
 if __name__ == "__main__":
     main()

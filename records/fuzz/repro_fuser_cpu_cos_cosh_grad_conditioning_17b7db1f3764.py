@@ -16,17 +16,19 @@ from math import inf, nan
 
 import torch
 
-BACKEND = 'fuser'
-DEVICE = 'cpu'
+BACKEND = "fuser"
+DEVICE = "cpu"
 RTOL, ATOL = (1.3e-06, 1e-05)
 K = 2.0  # conformance.policy.K: as far from float64 as eager, times K
 BACKWARD = True  # also compare the gradients of every floating input
 SEED = 1  # of the gradients flowing into the outputs
 
+
 def program(v0, v1):
     v2 = torch.ops.aten.cosh.default(v1)
     v3 = torch.ops.aten.cos.default(v2)
     return (v3,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: float32[16411] (contiguous)
@@ -1692,7 +1694,9 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
         results += list(grads)
     return results
 
@@ -1752,8 +1756,8 @@ def main():
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0, v1):\n    v2 = torch.ops.aten.cosh.default(v1)\n    v3 = torch.ops.aten.cos.default(v2)\n    return (v3,)\n'
-REFERENCE_SOURCE = 'def program(v0, v1):\n    v2 = torch.ops.aten.cosh.default(v1)\n    v3 = torch.ops.aten.cos.default(v2)\n    return (v3,)\n'
+PROGRAM_SOURCE = "def program(v0, v1):\n    v2 = torch.ops.aten.cosh.default(v1)\n    v3 = torch.ops.aten.cos.default(v2)\n    return (v3,)\n"
+REFERENCE_SOURCE = "def program(v0, v1):\n    v2 = torch.ops.aten.cosh.default(v1)\n    v3 = torch.ops.aten.cos.default(v2)\n    return (v3,)\n"
 
 if __name__ == "__main__":
     main()

@@ -16,17 +16,19 @@ from math import inf, nan
 
 import torch
 
-BACKEND = 'fuser'
-DEVICE = 'cpu'
+BACKEND = "fuser"
+DEVICE = "cpu"
 RTOL, ATOL = (1.3e-06, 1e-05)
 K = 2.0  # conformance.policy.K: as far from float64 as eager, times K
 BACKWARD = False  # also compare the gradients of every floating input
 SEED = 0  # of the gradients flowing into the outputs
 
+
 def program(v0, v1, v2):
     v3 = torch.ops.prims.div.default(v2, v1)
     v4 = torch.ops.aten.add.Tensor(v0, v3)
     return (v4,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: float32[] (contiguous)
@@ -68,7 +70,9 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
         results += list(grads)
     return results
 
@@ -128,8 +132,8 @@ def main():
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0, v1, v2):\n    v3 = torch.ops.prims.div.default(v2, v1)\n    v4 = torch.ops.aten.add.Tensor(v0, v3)\n    return (v4,)\n'
-REFERENCE_SOURCE = 'def program(v0, v1, v2):\n    v3 = torch.ops.prims.div.default(v2, v1)\n    v4 = torch.ops.aten.add.Tensor(v0, v3)\n    return (v4,)\n'
+PROGRAM_SOURCE = "def program(v0, v1, v2):\n    v3 = torch.ops.prims.div.default(v2, v1)\n    v4 = torch.ops.aten.add.Tensor(v0, v3)\n    return (v4,)\n"
+REFERENCE_SOURCE = "def program(v0, v1, v2):\n    v3 = torch.ops.prims.div.default(v2, v1)\n    v4 = torch.ops.aten.add.Tensor(v0, v3)\n    return (v4,)\n"
 
 if __name__ == "__main__":
     main()
