@@ -8,7 +8,8 @@ the workload's tiny step is followed by a batch of each yardstick: `add` (the ga
 
     python tools/probes/host_yardstick_cuda.py --processes 8 --out DIR add_layer_norm_backward
 
-Fresh processes, pinned as the gate pins them (the last two CPUs) unless --unpinned; prints each
+Fresh processes, pinned to the last two CPUs (as the gate pinned them when this was measured) unless
+--unpinned; prints each
 yardstick's process-to-process spread; DIR/yardsticks.json keeps every batch.
 """
 
@@ -21,37 +22,19 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 BATCHES, CALLS = 15, 60
 
 
-def per_call_us(call, calls: int) -> float:
-    import torch
-
-    torch.cuda.synchronize()
-    started = time.perf_counter_ns()
-    for _ in range(calls):
-        call()
-    torch.cuda.synchronize()
-    return (time.perf_counter_ns() - started) / calls * 1e-3
-
-
 def measure(workload_name: str) -> dict:
-    import torch
-
     from perfgate.backends import BACKENDS
-    from perfgate.measure import prepare_on_gpu
+    from perfgate.measure import _per_call_us, prepare_on_gpu, reference_call
     from perfgate.workloads import WORKLOADS
 
     step = prepare_on_gpu(WORKLOADS[workload_name], BACKENDS["fuser"]).tiny_step
-    a = torch.ones(8, device="cuda", requires_grad=True)
-    b, out, grad = (torch.ones(8, device="cuda") for _ in range(3))
-    yardsticks = {
-        "add": lambda: torch.add(a.detach(), b, out=out),
-        "add_grad": lambda: torch.autograd.grad(torch.add(a, b), [a], grad),
-    }
+    # the gate's own yardsticks: the eager add, and the add with its gradient
+    yardsticks = {"add": reference_call("cuda"), "add_grad": reference_call("cuda", training=True)}
     for _ in range(10):
         step()
         for call in yardsticks.values():
@@ -60,9 +43,9 @@ def measure(workload_name: str) -> dict:
     gc.collect()
     gc.disable()
     for _ in range(BATCHES):
-        rows["step"].append(per_call_us(step, CALLS))
+        rows["step"].append(_per_call_us(step, CALLS))
         for name, call in yardsticks.items():
-            rows[name].append(per_call_us(call, CALLS))
+            rows[name].append(_per_call_us(call, CALLS))
     gc.enable()
     return rows
 
