@@ -43,10 +43,11 @@ if ! git rev-parse --verify -q HEAD >/dev/null; then
     exit 1
 fi
 git config core.fileMode false  # a copied checkout may lose executable bits: not a change to measure
+AS_DEVICE=(git -c user.name=device -c user.email=device@localhost)  # commits made here, on the device
 if [[ -n "${COMMIT_COPY:-}" && -n "$(git status --porcelain --untracked-files=no)" ]]; then
     # The device tool's copy carries the working tree with the history of when the session started:
     # commit the tree as it came, so HEAD is what is measured.
-    git -c user.name=device -c user.email=device@localhost commit -qam "device copy" && echo "COMMIT_COPY: the copy committed as $(git rev-parse --short HEAD)"
+    "${AS_DEVICE[@]}" commit -qam "device copy" && echo "COMMIT_COPY: the copy committed as $(git rev-parse --short HEAD)"
 fi
 if [[ -n "$(git status --porcelain --untracked-files=no)" ]]; then
     echo "FAILED: the checkout has uncommitted changes; the A/B gate measures commits. git status:"
@@ -79,23 +80,20 @@ for seed in 11 12 13 14 15; do
         --out "$OUT/aa$seed"
 done
 # Does it catch real code changes? One commit each on top of HEAD, from tools/gpu/plants/ (plant-block: a
-# smaller pointwise block; plant-launch: the kernel's source hashed on every launch), gated against HEAD.
-planted_branch() {  # planted_branch NAME SEED: gate branch NAME (from tools/gpu/plants/NAME.patch) against HEAD
-    local base
-    base=$(git rev-parse HEAD) || return 2
-    git branch -q -f "$1" "$base" && git checkout -q "$1" \
-        && git -c user.name=device -c user.email=device@localhost am -q "tools/gpu/plants/$1.patch" \
-        || { git am --abort 2>/dev/null; git checkout -q -f "$base"; return 2; }
-    "$PYTHON" -m perfgate gate --tier gpu --against "$base" "${only[@]}" --seed "$2" --budget-s 150 --out "$OUT/$1"
-    local status=$?
-    git checkout -q "$base"
-    return $status
-}
-export -f planted_branch
-export OUT PYTHON
-export ONLY="${only[*]}"
-step plant-block 220 0 bash -c 'only=($ONLY); planted_branch plant-block 21'
-step plant-launch 220 0 bash -c 'only=($ONLY); planted_branch plant-launch 22'
+# smaller pointwise block; plant-launch: the kernel's source hashed on every launch), applied in a worktree
+# of its own and gated from there against HEAD. A patch that no longer applies leaves no worktree, so its
+# step fails instead of gating HEAD against itself.
+base=$(git rev-parse HEAD)
+for plant in plant-block plant-launch; do
+    [[ -n "${STEPS:-}" && " $STEPS " != *" $plant "* ]] && continue
+    git worktree add -q -f --detach "/tmp/$plant" "$base" \
+        && "${AS_DEVICE[@]}" -C "/tmp/$plant" am -q "$PWD/tools/gpu/plants/$plant.patch" \
+        || { echo "FAILED: tools/gpu/plants/$plant.patch does not apply to HEAD"; git worktree remove -f "/tmp/$plant"; }
+done
+step plant-block 220 0 env -C /tmp/plant-block "$PYTHON" -m perfgate gate --tier gpu --against "$base" \
+    "${only[@]}" --seed 21 --budget-s 150 --out "$OUT/plant-block"
+step plant-launch 220 0 env -C /tmp/plant-launch "$PYTHON" -m perfgate gate --tier gpu --against "$base" \
+    "${only[@]}" --seed 22 --budget-s 150 --out "$OUT/plant-launch"
 # Planted slowdowns of sizes other than those the thresholds were set from.
 ab sizes-small 220 0 23 PERFGATE_TESTING_SLOWDOWN=kernel=0.07:*,host=8:*
 ab sizes-large 220 0 24 PERFGATE_TESTING_SLOWDOWN=kernel=0.2:*,host=30:*
