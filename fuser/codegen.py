@@ -4,8 +4,10 @@ A kernel walks its output shape in blocks of BLOCK elements. Each element's posi
 one index per dimension only when some access needs it: a contiguous tensor of the output's shape is
 read and written at the flat offset, which keeps loads and stores vectorized. Every other tensor is
 read through its strides, which the launcher passes at run time, so broadcasting (stride 0),
-transposes, slices and storage offsets need no copies. Values of a half dtype are computed in fp32
-and rounded once when stored; explicit casts round where eager would.
+transposes, slices and storage offsets need no copies. Values of a half dtype are held in fp32 and
+rounded to their dtype where they are made, as eager rounds each op's result: a value then reads the
+same on every path (in this kernel, through memory, through a cast), whichever way the program was
+partitioned.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from torch import fx
 from torch.utils._pytree import tree_leaves
 
 from fuser import miscompiles
-from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
+from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
 from fuser.partition import Kernel
@@ -333,6 +335,16 @@ class Builder:
             value = self.emit(kind, f"tl.where({condition}, {read}, {value})")
         return value, held
 
+    def made(self, expr: str, dtype: torch.dtype) -> str:
+        """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half
+        dtype rounded to its precision here. Kept in float32 instead, a value rounded on one path (a store
+        and reload, a clone, a cast) and not on another made exact cancellations leave a residue:
+        `clone(x / 3) - x / 3` in bfloat16 (found by the fuzzer, tests/fuser/test_rounding_of_half_values.py)."""
+        computed = arithmetic_dtype(dtype)
+        if dtype in HALF_DTYPES:
+            return self.cast(self.cast(expr, computed, dtype), dtype, value_dtype(dtype))
+        return self.cast(expr, computed, value_dtype(dtype))
+
     def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
         """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:
         Triton's interpreter flushes bfloat16 subnormals to zero and truncates rather than rounds."""
@@ -392,7 +404,7 @@ class Builder:
         elif op.result is Result.BOOL:
             expr = self.cast(expr, torch.bool, held)
         else:
-            expr = self.cast(expr, arithmetic_dtype(out.dtype), held)
+            expr = self.made(expr, out.dtype)
         return self.emit(op.name, expr), held
 
     def reduction(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:

@@ -66,6 +66,8 @@ def _accepted(op: PointwiseOp) -> tuple[str, ...]:
             return dtype.is_floating_point
         if op.accepts is Accepts.INTEGRAL:
             return is_integral(dtype)
+        if op.accepts is Accepts.NUMBERS:
+            return dtype != torch.bool
         return True
 
     return tuple(name for dtype, name in DTYPE_NAMES.items() if ok(dtype))

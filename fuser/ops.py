@@ -48,6 +48,7 @@ class Accepts(Enum):
     ANY = "any"
     FLOATING = "floating"
     INTEGRAL = "integral"  # ints and bool
+    NUMBERS = "numbers"  # every dtype but bool
 
 
 @dataclass(frozen=True)
@@ -510,12 +511,15 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         wants_out_dtype=True,
     ),
     # prims.div (from decompositions) divides floats truly, rounded as `div` is, and truncates integers.
+    # Of two bools eager returns float32 where its meta says bool (1.5 + 0/0: eager nan, Inductor 2.5):
+    # no kernel can match both, so bools stay eager, converted to the traced bool as the graph expects.
     _op(
         "prims_div",
         "prims::div.default",
         BINARY,
         lambda a, b: f"libdevice.div_rn({a}, {b})",
         int_render=lambda a, b: f"{a} // {b}",
+        accepts=Accepts.NUMBERS,
     ),
     _op("mul", "Tensor Scalar", BINARY, lambda a, b: f"{a} * {b}"),
     # Division rounds correctly (div_rn), as eager's does: Triton's float32 `/` is approximate on a GPU.

@@ -87,6 +87,8 @@ def lowering_obstacle(node: fx.Node) -> str | None:
             return f"{op.name} is lowered for floating dtypes only"
         if op.accepts is Accepts.INTEGRAL and any(d.is_floating_point for d in operand_types):
             return f"{op.name} is lowered for integer and bool dtypes only"
+        if op.accepts is Accepts.NUMBERS and all(v.dtype == torch.bool for v in _tensor_args(node)):
+            return f"{op.name} is not lowered for bool operands"
     return None
 
 

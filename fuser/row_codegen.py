@@ -208,9 +208,8 @@ class RowBuilder(Builder):
                 f"tl.store({pointer} + tl.program_id(1) * num_rows + rows, {result}, mask=row_mask)"
             )
         held = value_dtype(out.dtype)
-        return (
-            self.emit(op.kind, self.cast(result, accumulate, held)) if held != accumulate else result
-        ), held
+        made = self.made(result, out.dtype)  # accumulate is out.dtype's arithmetic dtype
+        return (self.emit(op.kind, made) if made != result else result), held
 
     def _identity(self, kind: str, dtype: torch.dtype) -> str:
         combine = KINDS[kind]
@@ -309,7 +308,8 @@ class RowBuilder(Builder):
         offsets = self._row_sum("offsets", source, dtype, lambda x: f"{x} - {shift}")
         mean = self._row("mean", f"{shift} + {offsets} / num_cols")
         squares = self._row_sum("squares", source, dtype, lambda x: f"({x} - {mean}) * ({x} - {mean})")
-        return self._row("var", f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)")
+        variance = f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)"
+        return self._row("var", self.made(variance, meta(node).dtype))
 
     def _row_sum(self, stem: str, source: fx.Node, dtype: torch.dtype, term) -> str:
         """The sum over the row's columns of `term(x)`, x being the source's value held in `dtype`."""

@@ -531,7 +531,7 @@ class EagerStep:
         pairs = list(zip(results, self.traced_dtypes, strict=False))  # a tuple may carry non-tensors too
         if all(traced is None or not isinstance(r, torch.Tensor) or r.dtype is traced for r, traced in pairs):
             return result
-        log.info("fuser: %s returned %s where it was traced as %s; converted", self.node.target,
+        log.info("%s returned %s where it was traced as %s; converted", self.node.target,
                  [getattr(r, "dtype", None) for r in results], list(self.traced_dtypes))  # fmt: skip
         converted = [r.to(t) if isinstance(r, torch.Tensor) and t is not None else r for r, t in pairs]
         return type(result)(converted) if isinstance(result, (tuple, list)) else converted[0]

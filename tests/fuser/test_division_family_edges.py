@@ -163,17 +163,20 @@ def test_addcmul_associates_as_the_devices_kernel(dtype, device):
     assert_same(fuser.compile(program)(x, t1, t2), program(x, t1, t2))
 
 
-# Found by the clean validation run's fuzz stage; pinned as a strict expected failure until fixed.
-@pytest.mark.opt_in_unvalidated("the lowering the fuzz stage ran (bool is not in prims.div's cpu entry)")
-@pytest.mark.xfail(strict=True, reason="open fuser bug, records/validate-cpu-all-2026-11-27.md")
-def test_true_division_of_bools_gives_eagers_nan_at_zero_over_zero(device):
+# Found by the clean validation run's fuzz stage: fused, 0/0 of two bools was integer division, 0 (False),
+# so `1.5 + prims.div(False, False)` gave 1.5. Eager's prims.div returns float32 there (nan), against its
+# own meta's bool, so no compiled graph can give eager's nan; the graph's answer is bool(0/0) = True: 2.5,
+# as Inductor gives. The fuser leaves bool prims.div eager and converts its result to the traced bool.
+@pytest.mark.opt_in_unvalidated("every other operand dtype of prims.div is lowered, so bools must refuse")
+def test_true_division_of_bools_runs_eagerly_and_follows_the_traced_dtype(device):
     def program(x, numerator, denominator):
         return x + torch.ops.prims.div.default(numerator, denominator)
 
-    x = torch.tensor(1.5, device=device)
-    false = torch.tensor(False, device=device)
-    expected = program(x, false, false)
-    compiled = torch.compile(program, backend="fuser")(x, false, false)
-    assert fuser.counters()["kernels_launched"] >= 1
-    # 1.5 + 0/0: fused 1.5; with prims.div left eager inside the compiled graph (the default) 2.5
-    torch.testing.assert_close(compiled, expected, equal_nan=True)
+    x = torch.tensor([1.5, 1.5, 1.5, 1.5], device=device)
+    numerator = torch.tensor([False, True, False, True], device=device)
+    denominator = torch.tensor([False, False, True, True], device=device)
+    explained = fuser.explain(program, x, numerator, denominator)
+    assert "prims.div.default: prims_div is not lowered for bool operands" in str(explained)
+    compiled = torch.compile(program, backend="fuser")(x, numerator, denominator)
+    # bool(0/0) = bool(1/0) = bool(1/1) = True, bool(0/1) = False
+    torch.testing.assert_close(compiled, torch.tensor([2.5, 2.5, 1.5, 2.5], device=device))

@@ -4,6 +4,9 @@
 # machine continues where the first stopped (after the first call's manifest is applied here, since the
 # working tree is copied anew):
 #   bash tools/gpu/validate_on_gpu.sh            # from the repository root on the lent machine; OUT set
+#   DEVICE=cpu bash tools/gpu/validate_on_gpu.sh # the cpu manifest, over the lent machine's CPU cores
+#                                                # (Triton's interpreter; the entries name its torch and triton)
+# VALIDATE_COMMIT names the commit the copy was made from (the device's git metadata is the session's start).
 # Writes $OUT/validate.log, $OUT/<arch>.toml (the manifest after the run), $OUT/versions.txt, and
 # $OUT/validate-state.tar.gz (the batch's progress state and per-op logs).
 set -uo pipefail
@@ -11,9 +14,10 @@ source tools/gpu/lib.sh
 gpu_setup
 versions | tee "$OUT/versions.txt"
 WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}
-step validate "${VALIDATE_S:-540}" 5 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
+DEVICE=${DEVICE:-cuda}
+step validate "${VALIDATE_S:-540}" 5 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device "$DEVICE" \
     --workers "$WORKERS" --logs reports/validate/logs
-arch=$("$PYTHON" -c "import torch; from fuser.validation import arch_of; print(arch_of(torch.device('cuda')))")
+arch=$("$PYTHON" -c "import torch; from fuser.validation import arch_of; print(arch_of(torch.device('$DEVICE')))")
 cp "fuser/manifest/$arch.toml" "$OUT/" 2>/dev/null
 tar -czf "$OUT/validate-state.tar.gz" reports/validate 2>/dev/null
 ls -la "$OUT"
