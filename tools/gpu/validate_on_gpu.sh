@@ -15,6 +15,8 @@ gpu_setup
 versions | tee "$OUT/versions.txt"
 WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}
 DEVICE=${DEVICE:-cuda}
+# On cpu: no GPU in sight, and one eager thread a worker (the workers fill the cores).
+[[ $DEVICE == cpu ]] && export CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1
 step validate "${VALIDATE_S:-540}" 5 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device "$DEVICE" \
     --workers "$WORKERS" --logs reports/validate/logs
 arch=$("$PYTHON" -c "import torch; from fuser.validation import arch_of; print(arch_of(torch.device('$DEVICE')))")
