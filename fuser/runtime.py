@@ -114,6 +114,7 @@ def _interpreter_lib() -> types.ModuleType:
     # And the interpreter calls any other combine function once per element: the fuser's get NumPy twins.
     interpreter_reduce.install()
     _drop_dead_overflow_checks()
+    _index_by_squeezing()
     for name in ("maximum_nan", "minimum_nan", "maximum", "minimum", "multiply"):
         getattr(module, name).numpy_reduce = getattr(interpreter_reduce, name)
     module.argmax_combine.numpy_reduce = interpreter_reduce.argmax
@@ -134,6 +135,25 @@ def _drop_dead_overflow_checks() -> None:
     options = interpreter.interpreter_builder.options
     if not options.debug:
         interpreter.interpreter_builder.options = replace(options, sanitize_overflow=False)
+
+
+def _index_by_squeezing() -> None:
+    """Triton 3.6's interpreter holds a kernel's int argument as a one-element array and turns it into a
+    loop bound (`range(0, num_cols, RBLOCK)`) with `int(array)`, which NumPy 2.4 refuses for an array of
+    one dimension: every looped and split row kernel raised under Triton 3.6 (found validating the cpu
+    manifest on the lent machine's cores, 2026-11-27). Triton 3.9 squeezes the array first; do as it does."""
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "fuser_squeezes_index", False):
+        return
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    patch_lang_tensor.fuser_squeezes_index = True
+    interpreter._patch_lang_tensor = patch_lang_tensor
 
 
 _kernels: dict[tuple[str, bool], Callable] = {}
