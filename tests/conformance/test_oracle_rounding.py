@@ -5,6 +5,8 @@ failed (2026-11-27), and still fails a planted miscompile of the same shape."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -91,7 +93,20 @@ def reciprocal_gradient(function, x: torch.Tensor, g: torch.Tensor, rounded: boo
     return x.grad
 
 
-# reciprocal's float16 gradient -g * (1/x)**2: eager's (1/x)**2 overflows, the fused kernel's does not.
+def held_in_float32(function, *args):
+    """What a kernel that holds half values in float32 between ops gives (Inductor's default; the fuser's
+    until 2026-11-27, when it began rounding each op's result as eager does): `function` in float32 on the
+    half inputs, rounded to the half dtype once at the end."""
+    return function(*(a.float() for a in args)).to(args[0].dtype)
+
+
+# reciprocal's float16 gradient -g * (1/x)**2: eager's (1/x)**2 overflows, float32's does not.
+def reciprocal_gradient_held_in_float32(x, g):
+    """The backward of a kernel holding float32: it reads the forward's result as stored (float16)."""
+    saved = torch.reciprocal(x.float()).to(x.dtype).float()
+    return (-g.float() * saved * saved).to(x.dtype)
+
+
 X, G = values(0.003818511962890625, 0.5, dtype=F16), values(0.486083984375, -1.25, dtype=F16)
 
 
@@ -106,7 +121,7 @@ def reciprocal_case():
 
 def test_a_finite_gradient_where_eager_overflowed_may_be_off_by_what_rounding_alone_can_do():
     eager, reference, perturbed = reciprocal_case()
-    compiled = reciprocal_gradient(fused(torch.reciprocal), X, G)
+    compiled = reciprocal_gradient_held_in_float32(X, G)
     assert not eager[0].isfinite() and compiled[0].isfinite()
     # 1.2 ulps from float64 (-33376 for -33336.7): beyond rtol, which alone failed it (validation, 2026-11-27)
     assert not compare(compiled, eager, reference, forward=False).ok
@@ -114,11 +129,9 @@ def test_a_finite_gradient_where_eager_overflowed_may_be_off_by_what_rounding_al
     assert verdict.ok, verdict.message
 
 
-def test_a_gradient_two_ulps_off_where_eager_overflowed_still_fails(planted):
+def test_a_gradient_four_ulps_off_where_eager_overflowed_still_fails():
     eager, reference, perturbed = reciprocal_case()
-    planted(torch.ops.aten.mul.Tensor, 1 + 2 * 2**-10)
-    compiled = reciprocal_gradient(fused(torch.reciprocal), X, G)
-    assert compiled[1] != eager[1]  # the plant reached the kernel
+    compiled = (reciprocal_gradient_held_in_float32(X, G).float() * (1 + 4 * 2**-10)).to(F16)
     # Judged where eager overflowed alone: the relaxed rule itself must catch it.
     verdict = compare(
         compiled[:1], eager[:1], reference[:1], forward=False, perturbed=lambda: [p[:1] for p in perturbed()]
@@ -170,13 +183,55 @@ def test_a_one_ulp_difference_that_the_program_amplifies_passes():
     assert verdict.ok, verdict.message
 
 
-def test_an_amplified_two_ulp_error_still_fails(planted):
+def test_an_amplified_error_beyond_the_librarys_bound_still_fails(planted):
+    # exp2 off by 8 eps (8 to 16 ulps); CUDA documents 2 ulps, which the perturbation credits
     eager, reference, perturbed = amplified_case()
-    planted(torch.ops.aten.exp2.default, 1 + 2 * 2**-23)
+    planted(torch.ops.aten.exp2.default, 1 + 8 * 2**-23)
     compiled = with_gradient(fused(chain), AMPLIFIED)
     verdict = compare(compiled, eager, reference, TOLERANCES[F32], forward=False, perturbed=perturbed)
     assert not verdict.ok
     assert "than rounding in the working dtype can move it" in verdict.message
+
+
+def cos_cosh(x: torch.Tensor) -> torch.Tensor:
+    return torch.cos(torch.cosh(x))
+
+
+# cos(cosh(x))'s gradient -sin(cosh(x)) sinh(x) where cosh(x) is large: the fused cosh (libdevice's, 2 ulps
+# at most) a little over an ulp off where eager's is within half of one is amplified by the sine (at
+# x = 11.58 the fused cosh is 1.26 ulps off, eager's 0.26, and the gradient 16 %). The inputs and seed are
+# those of validation's fuzz stage (2026-11-27), which one rounding per op did not explain.
+COS_COSH_REPRO = (
+    Path(__file__).parents[2] / "records/fuzz/repro_fuser_cpu_cos_cosh_grad_conditioning_17b7db1f3764.py"
+)
+
+
+def test_a_library_function_within_its_documented_bound_passes_where_the_program_amplifies_it(monkeypatch):
+    spec = importlib.util.spec_from_file_location("cos_cosh_repro", COS_COSH_REPRO)
+    repro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(repro)
+    x = repro.inputs()[1].detach()
+    seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(repro.SEED), dtype=torch.float64)
+
+    def gradient(function, x):
+        x = x.detach().requires_grad_()
+        y = function(x)
+        return list(torch.autograd.grad(y, [x], [seed.to(y.dtype)]))
+
+    def cos_cosh(v):
+        return torch.cos(torch.cosh(v))
+
+    eager, reference = gradient(cos_cosh, x), gradient(cos_cosh, x.double())
+    compiled = gradient(fused(cos_cosh), x)
+
+    def verdict():
+        runs = perturbation.perturbed(lambda: gradient(cos_cosh, x.double()), F32)
+        return compare(compiled, eager, reference, TOLERANCES[F32], forward=False, perturbed=runs)
+
+    with monkeypatch.context() as one_rounding_each:
+        one_rounding_each.setattr(perturbation, "LIBRARY_ULPS", {})
+        assert "than rounding in the working dtype can move it" in verdict().message
+    assert verdict().ok, verdict().message
 
 
 # --- a result the working dtype does not determine ----------------------------------------------------
@@ -202,17 +257,17 @@ def undetermined_case():
 
 def test_a_result_whose_sign_one_rounding_decides_is_not_compared():
     eager, reference, perturbed = undetermined_case()
-    compiled = fused(acos_tan)(UNDETERMINED)
+    compiled = held_in_float32(acos_tan, UNDETERMINED)
     assert compiled[0] == -float("inf") and eager[0] == 2066.0
     assert not compare(compiled, eager, reference).ok  # the class rule alone failed it
     verdict = compare(compiled, eager, reference, perturbed=perturbed)
     assert verdict.ok, verdict.message
 
 
-def test_a_wrong_tan_still_fails_where_the_result_is_determined(planted):
+def test_a_wrong_tan_still_fails_where_the_result_is_determined():
     eager, reference, perturbed = undetermined_case()
-    planted(torch.ops.aten.tan.default, 1 + 4 * 2**-10)
-    verdict = compare(fused(acos_tan)(UNDETERMINED), eager, reference, perturbed=perturbed)
+    wrong = lambda x: acos_tan(x) * (1 + 4 * 2**-10)  # noqa: E731
+    verdict = compare(held_in_float32(wrong, UNDETERMINED), eager, reference, perturbed=perturbed)
     assert not verdict.ok
 
 
