@@ -33,6 +33,18 @@ from fuser.shapes import same, same_shape
 from fuser.views import Index
 
 
+def accumulate_dtype(kind: str, out_dtype: torch.dtype) -> torch.dtype:
+    """The dtype a reduction of `kind` accumulates in. A floating product in float64: in float32 a split's
+    partial product of a long row overflowed to inf before it met the row's zero elsewhere, so the
+    partials combined to nan where the product is -0.0 (eager's order happened not to overflow; found by
+    validation's fuzz stage, 2026-11-27, tests/fuser/test_reductions.py)."""
+    if kind in ("any", "all"):
+        return torch.int32
+    if kind == "prod" and out_dtype.is_floating_point:
+        return torch.float64
+    return arithmetic_dtype(out_dtype)
+
+
 @dataclass(frozen=True)
 class Combine:
     """How one kind of reduction starts, combines two blocks, and finishes a block along the row."""
@@ -199,7 +211,7 @@ class RowBuilder(Builder):
             return self.variance(node, source), value_dtype(out.dtype)
         if op.kind in ("argmax", "argmin"):
             return self.arg_reduction(op.kind, source), torch.int64
-        accumulate = torch.int32 if op.kind in ("any", "all") else arithmetic_dtype(out.dtype)
+        accumulate = accumulate_dtype(op.kind, out.dtype)
         self.current = node
         result = self.reduce(op.kind, source, accumulate)
         if self.stage == "split_partials":
@@ -208,7 +220,7 @@ class RowBuilder(Builder):
                 f"tl.store({pointer} + tl.program_id(1) * num_rows + rows, {result}, mask=row_mask)"
             )
         held = value_dtype(out.dtype)
-        made = self.made(result, out.dtype)  # accumulate is out.dtype's arithmetic dtype
+        made = self.made(self.cast(result, accumulate, arithmetic_dtype(out.dtype)), out.dtype)
         return (self.emit(op.kind, made) if made != result else result), held
 
     def _identity(self, kind: str, dtype: torch.dtype) -> str:

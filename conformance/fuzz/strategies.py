@@ -305,6 +305,13 @@ def _by_name(vocab: tuple[FuzzOp, ...], name: str) -> FuzzOp:
     raise KeyError(name)
 
 
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether `b` reads memory `a` lives in: an in-place update of `a` that reads `b` while writing has
+    no one answer (eager's reads follow its loop order: `v.xlogy_(v[1::2])` read the updated v[1] for
+    v[2]; a compiled program reads the values before the call; validation's fuzz stage, 2026-11-27)."""
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
 def _is_inplace(node: Node) -> bool:
     return node.op.split(".")[1].endswith("_")
 
@@ -358,6 +365,7 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
         and op.inplace is not None
         and not chosen[0][2]
         and not overlaps_itself(values[target].tensor)
+        and not any(_shares_memory(values[target].tensor, viewed) for _, viewed, _ in chosen[1:])
         and kinds[0] != "scalar"
     )
     result = None

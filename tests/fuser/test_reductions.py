@@ -453,3 +453,19 @@ def test_a_row_kernels_variants_each_bind_their_own_view_sizes(device):
     compiled = torch.compile(_sums_beside_a_transposed_slice, backend="fuser")(*args)
     assert fuser.counters()["kernels_launched"] == 1
     torch.testing.assert_close(compiled, _sums_beside_a_transposed_slice(*args), atol=1e-5, rtol=0)
+
+
+@pytest.mark.opt_in_unvalidated("prod's lowering as changed by the fix, whatever the manifest says")
+@pytest.mark.parametrize("reduce", [lambda v: v.prod(-1), lambda v: v.prod()], ids=["prod_dim", "prod"])
+def test_a_long_product_with_zeros_through_it_is_a_signed_zero_not_an_overflow(reduce, device):
+    # Found by validation's fuzz stage (2026-11-27): a split's float32 partial product of a run without
+    # zeros overflowed to inf, and the partials combined to inf * 0 = nan. The product is -0.0 (a zero,
+    # no infinity, one negative factor); the partials now accumulate in float64. Eager's own float32
+    # order overflows on this row too (nan), so the exact answer is the reference, not eager.
+    torch.manual_seed(0)
+    x = torch.rand(16411) * 12 + 1
+    x[::84] = 0
+    x[7] = -x[7]
+    got = torch.compile(reduce, backend="fuser")(x.to(device))
+    assert fuser.counters()["kernels_launched"] >= 2  # a split reduction: partials, then their product
+    assert got.item() == 0.0 and torch.signbit(got).item()
