@@ -2,16 +2,14 @@
 is made. Rounded on one path (a clone, a store and reload) and kept in float32 on another, a cancellation
 exact in eager (and in float64) left a rounding residue. Found by the clean validation run's fuzz stage
 (records/validate-cpu-all-2026-11-27.md); each test failed on the wrong value before the fix
-(`Builder.made` in fuser/codegen.py)."""
+(`Builder.made` in fuser/codegen.py). They run in the default configuration: every op they reach is
+validated on cpu."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import fuser
-
-pytestmark = pytest.mark.opt_in_unvalidated("the lowerings as changed by the fix, fused on purpose")
 
 
 def test_a_bfloat16_value_and_its_clone_are_equal(device):
