@@ -305,11 +305,15 @@ def _by_name(vocab: tuple[FuzzOp, ...], name: str) -> FuzzOp:
     raise KeyError(name)
 
 
-def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether `b` reads memory `a` lives in: an in-place update of `a` that reads `b` while writing has
-    no one answer (eager's reads follow its loop order: `v.xlogy_(v[1::2])` read the updated v[1] for
-    v[2]; a compiled program reads the values before the call; validation's fuzz stage, 2026-11-27)."""
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+def reads_elsewhere(target: torch.Tensor, operand: torch.Tensor) -> bool:
+    """Whether `operand` reads `target`'s memory other than element for element: an in-place update of
+    `target` that reads it has no one answer (eager's reads follow its loop order: `v.xlogy_(v[1::2])`
+    read the updated v[1] for v[2], a compiled program the value before the call; validation's fuzz
+    stage, 2026-11-27). The same view (`v.add_(v)`) reads each element before writing it: well defined."""
+    if target.untyped_storage().data_ptr() != operand.untyped_storage().data_ptr():
+        return False
+    same_view = (target.storage_offset(), target.shape, target.stride())
+    return same_view != (operand.storage_offset(), operand.shape, operand.stride())
 
 
 def _is_inplace(node: Node) -> bool:
@@ -365,7 +369,7 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
         and op.inplace is not None
         and not chosen[0][2]
         and not overlaps_itself(values[target].tensor)
-        and not any(_shares_memory(values[target].tensor, viewed) for _, viewed, _ in chosen[1:])
+        and not any(reads_elsewhere(values[target].tensor, viewed) for _, viewed, _ in chosen[1:])
         and kinds[0] != "scalar"
     )
     result = None
