@@ -1,6 +1,7 @@
 """Sessions: `tests` (the product's tests on CPU), `lint` (ruff), `conformance` (every op against eager,
 quick tier and model blocks, with a report), `validate` (an op's full conformance, then its manifest entry), `perfgate` (the perf gate, this tree against main: on a CPU machine its CPU tier) and `perf`
-(fuser / Inductor / eager side by side, with a plot); `fuzz` (random programs against eager) and `zoo` on demand."""
+(fuser / Inductor / eager side by side, with a plot); `fuzz` (random programs against eager), `zoo` and
+`tests_oldest_triton` (the fuser's tests under Triton 3.6) on demand."""
 
 from __future__ import annotations
 
@@ -29,6 +30,17 @@ def tests(session: nox.Session) -> None:
     session.run(
         "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
     )
+
+
+@nox.session
+def tests_oldest_triton(session: nox.Session) -> None:
+    """The fuser's tests under the oldest Triton the project supports (3.6), whose interpreter differs:
+    under NumPy 2.4 its int arguments broke every looped row kernel until the fuser worked around it
+    (docs/validation.md, session 11). On demand, not in CI: one more Triton wheel to fetch."""
+    session.install(TORCH, "triton==3.6.0")
+    session.install("-e", ".[test]")
+    workers = os.environ.get("FUSER_TEST_WORKERS", "2")
+    session.run("pytest", "-n", workers, "tests/fuser", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session
