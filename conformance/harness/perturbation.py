@@ -91,7 +91,8 @@ EXACT_OPS = frozenset(
 
 
 # The maximum error, in ulps, CUDA documents for each single-precision math function a lowering may call
-# (CUDA C++ Programming Guide, "Mathematical Functions"; libdevice implements them). Ops not here round
+# (CUDA C++ Programming Guide, "Mathematical Functions"; libdevice implements them); for an op built on one
+# of them (sigmoid on exp, logit and xlogy on log, digamma as lgamma) that function's. Ops not here round
 # correctly or are exact.
 LIBRARY_ULPS = {
     "sin": 2, "cos": 2, "tan": 4, "asin": 2, "acos": 2, "atan": 2, "atan2": 3,
