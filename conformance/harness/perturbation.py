@@ -8,14 +8,15 @@ and is no less right. Nor do they say what a result may be where eager has none 
 
 This module measures that amplification by running the float64 reference again with the result of every
 aten op that rounds (forward and backward) multiplied by (1 + s * u), u the unit roundoff of the working
-dtype (half its eps: one correct rounding) and s = +1 or -1 per element. A function no math library
-rounds correctly (cosh, sin, pow, ...) may be off by its library's documented bound instead (LIBRARY_ULPS,
-CUDA's for single precision): a lowering calling libdevice's cosh, 2 ulps at most, is right where it is
-1.3 ulps off and eager 0.3 (cos(cosh(x))'s gradient at x = 11.58 turned that into a 16 % difference:
+dtype (half its eps: one correct rounding) and s = +1 or -1 per element: once all +1, once all -1, and
+twice with signs drawn from a fixed seed. A function no math library rounds correctly (cosh, sin, pow,
+...) is moved by its library's documented bound instead (LIBRARY_ULPS, CUDA's for single precision): a
+lowering calling libdevice's cosh, 2 ulps at most, is right where it is 1.3 ulps off and eager 0.3
+(cos(cosh(x))'s gradient at x = 11.58 turned that into a 16 % difference:
 records/fuzz/repro_fuser_cpu_cos_cosh_grad_conditioning_17b7db1f3764.py). In a half working dtype those
-functions run in float32 and round once to the half dtype, so u bounds them there. once all +1, once all -1, and
-twice with signs drawn from a fixed seed. The per-element spread of those runs around the reference is the
-error a computation in the working dtype can have with no error of its own beyond one rounding per op;
+functions run in float32 and round once to the half dtype, so u bounds them there. The per-element
+spread of those runs around the reference is the error a computation in the working dtype can have with
+no error of its own beyond one rounding per op (or its library's bound);
 where the runs do not even agree on the result's sign or class, the working dtype has no one answer there.
 Ops that only move or select values (views, copies, where, cat, max, neg, ...) round nothing and are
 left alone. The runs cost four more references, so `perturbed` is lazy: the oracle calls it only for a
