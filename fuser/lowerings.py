@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 
 from fuser import interpreter_bf16, interpreter_libdevice, interpreter_reduce, kernel_lib, probes
-from fuser.dtypes import SUPPORTED_DTYPES, is_integral
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts, PointwiseOp
+from fuser.dtypes import SUPPORTED_DTYPES
+from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, PointwiseOp
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 
 # The conformance suite's dtype names, in its order.
@@ -61,16 +61,7 @@ class Lowering:
 
 
 def _accepted(op: PointwiseOp) -> tuple[str, ...]:
-    def ok(dtype: torch.dtype) -> bool:
-        if op.accepts is Accepts.FLOATING:
-            return dtype.is_floating_point
-        if op.accepts is Accepts.INTEGRAL:
-            return is_integral(dtype)
-        if op.accepts is Accepts.NUMBERS:
-            return dtype != torch.bool
-        return True
-
-    return tuple(name for dtype, name in DTYPE_NAMES.items() if ok(dtype))
+    return tuple(name for dtype, name in DTYPE_NAMES.items() if op.accepts.admits(dtype))
 
 
 @cache

@@ -50,6 +50,15 @@ class Accepts(Enum):
     INTEGRAL = "integral"  # ints and bool
     NUMBERS = "numbers"  # every dtype but bool
 
+    def admits(self, dtype: torch.dtype) -> bool:
+        if self is Accepts.FLOATING:
+            return dtype.is_floating_point
+        if self is Accepts.INTEGRAL:
+            return is_integral(dtype)
+        if self is Accepts.NUMBERS:
+            return dtype != torch.bool
+        return True
+
 
 @dataclass(frozen=True)
 class PointwiseOp:

@@ -83,11 +83,12 @@ def lowering_obstacle(node: fx.Node) -> str | None:
     op = POINTWISE_BY_OVERLOAD.get(target)
     if op is not None:
         operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]
-        if op.accepts is Accepts.FLOATING and not all(d.is_floating_point for d in operand_types):
+        if op.accepts is Accepts.FLOATING and not all(map(op.accepts.admits, operand_types)):
             return f"{op.name} is lowered for floating dtypes only"
-        if op.accepts is Accepts.INTEGRAL and any(d.is_floating_point for d in operand_types):
+        if op.accepts is Accepts.INTEGRAL and not all(map(op.accepts.admits, operand_types)):
             return f"{op.name} is lowered for integer and bool dtypes only"
-        if op.accepts is Accepts.NUMBERS and all(v.dtype == torch.bool for v in _tensor_args(node)):
+        # Bool operands compute as int32 (operand_types): read the operands' own dtypes here.
+        if op.accepts is Accepts.NUMBERS and not any(op.accepts.admits(v.dtype) for v in _tensor_args(node)):
             return f"{op.name} is not lowered for bool operands"
     return None
 
