@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import logging
 import os
 import tempfile
@@ -145,8 +146,8 @@ def _index_by_squeezing() -> None:
     from triton.runtime import interpreter
 
     original = interpreter._patch_lang_tensor
-    if getattr(original, "fuser_squeezes_index", False):
-        return
+    if getattr(original, "fuser_squeezes_index", False) or "squeeze()" in inspect.getsource(original):
+        return  # patched already, or a Triton that squeezes (3.9): nothing to add to every launch
 
     def patch_lang_tensor(tensor, scope):
         original(tensor, scope)
