@@ -316,6 +316,29 @@ def reads_elsewhere(target: torch.Tensor, operand: torch.Tensor) -> bool:
     return same_view != (operand.storage_offset(), operand.shape, operand.stride())
 
 
+def product_depends_on_order(operand: torch.Tensor, attrs: dict[str, Any]) -> bool:
+    """Whether a product over `attrs`' dims has no one answer: a row of finite values whose large
+    factors overflow the accumulator when taken first (so 0 * inf = nan, or inf * tiny = inf) while the
+    row also holds a zero or factors that underflow it when taken first. Eager on cuda multiplies in
+    another order than eager on cpu, and a split kernel in a third: nan, -0.0 and -0.0 for one row
+    (validation's fuzz stage on sm_90, 2026-11-27). The same rule as sums of +-1e30 (program.Input)."""
+    dtype = attrs.get("dtype") or operand.dtype
+    if not dtype.is_floating_point:
+        return False  # integers wrap: the same bits in every order
+    accumulator = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32)
+    magnitude = operand.detach().double().abs()
+    dims = attrs.get("dim")
+    dims = list(range(magnitude.dim())) if dims is None else dims
+    if magnitude.dim() == 0:
+        magnitude, dims = magnitude.reshape(1), [0]
+    finite = magnitude.isfinite().all(dims)
+    logs = torch.where(magnitude > 0, magnitude.log2(), 0.0).nan_to_num(posinf=0.0)
+    overflows = logs.clamp_min(0).sum(dims) > math.log2(accumulator.max)
+    zero = (magnitude == 0).any(dims)
+    underflows = zero | (logs.clamp_max(0).sum(dims) < math.log2(accumulator.smallest_normal))
+    return bool((finite & overflows & underflows).any())
+
+
 def _is_inplace(node: Node) -> bool:
     return node.op.split(".")[1].endswith("_")
 
@@ -333,8 +356,8 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
             tensor = values[number].tensor
             if kinds[k] == "mask" and tensor.dtype != torch.bool:
                 continue
-            if kinds[k] != "mask" and str(tensor.dtype).removeprefix("torch.") not in op.spec.dtypes:
-                continue  # a dtype the op's spec does not list (eager rejects it, or it is not tested)
+            if kinds[k] != "mask" and str(tensor.dtype).removeprefix("torch.") not in eager_dtypes(op.name):
+                continue  # a dtype eager rejects, or that its spec does not list (not tested)
             viewed, views = _apply_views(tensor, steps)
             if chosen and not _broadcastable([viewed, *(c[1] for c in chosen)]):
                 continue
@@ -385,6 +408,8 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
         node = Node(node.op, node.operands, node.keywords, node.attrs, pick=0)
     if not isinstance(result, torch.Tensor):
         return None
+    if op.packet == "prod" and product_depends_on_order(chosen[0][1], attrs):
+        return None  # a row whose partial products leave the range in some order: no one answer
     readers = [values[c[0]] for c in chosen]
     floating_in = any(m.dtype.is_floating_point for _, m, _ in chosen)
     jumps = op.discontinuous or (floating_in and not result.dtype.is_floating_point)

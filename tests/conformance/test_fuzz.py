@@ -18,7 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from conformance.fuzz.check import check
 from conformance.fuzz.program import Input, Node, Operand, Program, View
 from conformance.fuzz.repro import write_repro
-from conformance.fuzz.strategies import LONG, NodeDraw, Value, _node, programs, reads_elsewhere
+from conformance.fuzz.strategies import (
+    LONG,
+    NodeDraw,
+    Value,
+    _node,
+    product_depends_on_order,
+    programs,
+    reads_elsewhere,
+)
 from conformance.fuzz.vocab import VOCABULARY
 from fuser.miscompiles import ENV, planted
 
@@ -90,6 +98,41 @@ def test_an_in_place_node_never_reads_its_target_through_another_view():
 
     assert node(()).op == "aten.xlogy_.Tensor"  # v.xlogy_(v): element for element
     assert node(((1, "slice", 0, 1),)).op == "aten.xlogy.Tensor"  # v[1::2]: out of place instead
+
+
+def _draw(**changes) -> NodeDraw:
+    fields = dict(refs=(0, 1, 2), views=(), scalar=1.0, variant=0, dim=0, keepdim=False, inplace=False)
+    return NodeDraw(0, **(fields | changes), output=False, cast=None)
+
+
+def test_a_product_that_overflows_before_or_after_a_zero_is_not_drawn():
+    # prod over a row of 16,411 values up to 12.6 with zeros first: eager on cuda gave nan (a thread's
+    # partial overflowed, another's met the zeros), eager on cpu and the fuser -0.0 (validation's fuzz
+    # stage on sm_90, 2026-11-27). No order is the right one, so the fuzzer leaves such a node out.
+    row = torch.cat([torch.zeros(8), torch.full((200,), 12.0)])
+    assert product_depends_on_order(row, {})
+    assert product_depends_on_order(torch.stack([row, torch.ones(208)]), {"dim": -1})
+    assert not product_depends_on_order(torch.stack([row, torch.ones(208)]), {"dim": 0})  # columns of 2
+    assert not product_depends_on_order(row[:20], {})  # 12 ** 12: no order overflows float32
+    assert product_depends_on_order(torch.cat([torch.full((60,), 1e-30), torch.full((60,), 1e30)]), {})
+    assert not product_depends_on_order(row[8:], {})  # nothing to meet: inf in every order
+    assert not product_depends_on_order(torch.cat([row, torch.tensor([torch.nan])]), {})  # nan in every order
+    assert not product_depends_on_order(row.double(), {})  # float64's range holds 12 ** 200
+    assert not product_depends_on_order(row.long(), {})  # integers wrap the same in every order
+    prod = next(op for op in VOCABULARY if op.name == "aten.prod.dim_int")
+    assert _node(prod, _draw(), [Value(torch.stack([row, row]), exact=True)], 1) is None
+    assert _node(prod, _draw(), [Value(torch.stack([row[:20], row[:20]]), exact=True)], 1) is not None
+
+
+def test_a_node_takes_only_operand_dtypes_eager_accepts_on_cpu():
+    # prims.div's spec lists bool, but eager on cpu rejects it while eager on cuda returns float32 where
+    # its own meta says bool: no kernel can match both (docs/design.md, "Numerics"). The fuzzer drew it
+    # on cuda only, and flagged the fuser's traced-dtype answer (validation on sm_90, 2026-11-27).
+    div = next(op for op in VOCABULARY if op.name == "prims.div.default")
+    flags = [Value(torch.tensor([True, False]), exact=True), Value(torch.tensor([False, False]), exact=True)]
+    assert _node(div, _draw(), flags, 2) is None
+    numbers = [Value(torch.tensor([1.0, 0.0]), exact=True), Value(torch.tensor([2.0, 0.0]), exact=True)]
+    assert _node(div, _draw(), numbers, 2) is not None
 
 
 def test_a_planted_miscompile_is_off_unless_asked_for(monkeypatch):
