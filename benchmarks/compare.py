@@ -1,121 +1,135 @@
 """Benchmark the fuser against torch.compile's default backend and eager, side by side, in one run.
 
-Workloads (bf16 16384×4096 unless sized otherwise):
-  chain          a 10-op pointwise chain: 2 inputs, 1 output
-  add_layer_norm layer_norm(x + r) with weight and bias
-  rms_norm       rms_norm(x) with weight
-  softmax        softmax over the last dim
-  sum_all        the sum of every element (a full reduction, in fp32)
-  layer_norm_fwd_bwd  layer_norm forward and backward (input, weight and bias gradients)
+The workloads are the perf gate's (`perfgate.workloads`: the same programs, input builders and GPU
+sizes, bf16 16384×4096 for most), sized by rows and columns and not updating tensors in place, plus one
+the gate does not judge:
+  sum_all        the sum of every element (a full reduction, in fp32), on the gate's inputs and sizes
+`--help` lists them under --workload; the old names `chain` and `layer_norm_fwd_bwd` are
+kept as aliases of the gate's `pointwise_chain` and `add_layer_norm_backward`.
 
-For each: correctness on fresh inputs at awkward sizes first (against a float64 run), then the median
-time of a call (triton.testing.do_bench: CUDA events, L2 flushed between reps), the device time of the
-kernels one call launches (profiler), and the fraction of the device's measured copy bandwidth that
-the workload's fewest bytes (each input read once, each output written once) represent.
+For each: correctness on fresh inputs at awkward sizes first (against eager on float64 copies of the
+inputs; a program's own casts, such as rms_norm's fp32 statistics, stay), then the median time of a call
+(triton.testing.do_bench: CUDA events, L2 flushed between reps), the device time of the kernels one call
+launches (profiler), the launches per call (`perfgate.measure.launches_per_call`) and the fraction of
+the device's copy peak (`perfgate.measure.copy_peak_bytes_per_s`) that the workload's fewest bytes
+(`perfgate.workloads.Step.fewest_bytes`: each input read once, each output written once) represent.
+A call is the gate's (`perfgate.workloads.Step`): a training workload runs forward and backward.
 
     python benchmarks/compare.py --json results.json [--workload softmax ...] [--sweep ...]
+    python benchmarks/compare.py --device cpu [--workload softmax ...]   # the correctness stage only
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
+import gc
 import json
-import platform
 import statistics
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.testing
 
 import fuser
-import fuser.options
-import fuser.runtime
+from perfgate import workloads as gate
+from perfgate.backends import BACKENDS, Backend
+from perfgate.machine import this_machine
+from perfgate.measure import copy_peak_bytes_per_s, launches_per_call
+from perfgate.workloads import ROWS_COLS, Step, Workload, one_matrix
+
+# A correctness failure stops the run: a wrong answer's timing is no result.
+TOLERANCE = 2e-2
+# Checked before the timed size on a GPU: odd, so masks and tails are exercised, one larger than a block.
+AWKWARD_SIZES = ({"rows": 1823, "cols": 781}, {"rows": 3, "cols": 7})
+# Checked on the CPU, where kernels run in Triton's interpreter, after the gate's own CPU size (5×129).
+CPU_SIZES = ({"rows": 3, "cols": 7},)
 
 
-def chain(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    a = x * y  # 1
-    a = a + 1.0  # 2
-    a = torch.relu(a)  # 3
-    a = a * 0.5  # 4
-    a = a - y  # 5
-    a = torch.sigmoid(a)  # 6
-    a = a * x  # 7
-    a = torch.tanh(a)  # 8
-    a = a + y  # 9
-    return a * 2.0  # 10
+def sum_all(x: torch.Tensor) -> torch.Tensor:
+    return x.float().sum()
 
 
-def add_layer_norm(x, r, w, b):
-    return F.layer_norm(x + r, x.shape[-1:], w, b)
+def _benchmarked(workload: Workload) -> bool:
+    """A gate workload this script runs: sized by rows and columns (the awkward sizes apply), and
+    returning what it computes (an optimizer step updates its state in place: no float64 reference)."""
+    return workload.moved is None and all(set(size) == {"rows", "cols"} for size in workload.sizes.values())
 
 
-def rms_norm(x, w):
-    return F.rms_norm(x, x.shape[-1:], w)
-
-
-def softmax(x):
-    return torch.softmax(x, -1)
-
-
-def layer_norm(x, w, b):
-    return F.layer_norm(x, x.shape[-1:], w, b)
-
-
-@dataclass(frozen=True)
-class Workload:
-    program: Callable
-    inputs: Callable[[int, int], list[torch.Tensor]]  # rows, cols -> inputs (bf16, on the GPU)
-    bytes_moved: Callable[[int, int], int]  # the fewest bytes one call must move
-    backward: bool = False
-
-
-def _bf16(*shapes, grad=False):
-    return lambda rows, cols: [
-        torch.randn(
-            *[{"R": rows, "C": cols}[s] for s in shape], device="cuda", dtype=torch.bfloat16
-        ).requires_grad_(grad)
-        for shape in shapes
-    ]
-
-
-WORKLOADS = {
-    "chain": Workload(chain, _bf16("RC", "RC"), lambda r, c: 3 * r * c * 2),
-    "add_layer_norm": Workload(
-        add_layer_norm, _bf16("RC", "RC", "C", "C"), lambda r, c: 3 * r * c * 2 + 4 * c
+# The gate's definitions, by name; only what the gate does not judge is defined here, from its parts.
+WORKLOADS: dict[str, Workload] = {name: w for name, w in gate.WORKLOADS.items() if _benchmarked(w)} | {
+    "sum_all": Workload(
+        "sum_all", "x.float().sum(): a full reduction in fp32, bf16 input", sum_all, one_matrix, ROWS_COLS
     ),
-    "rms_norm": Workload(rms_norm, _bf16("RC", "C"), lambda r, c: 2 * r * c * 2 + 2 * c),
-    "softmax": Workload(softmax, _bf16("RC"), lambda r, c: 2 * r * c * 2),
-    # Forward reads x, w, b and writes y; backward reads dy, x (and saved row stats), writes dx, dw, db.
-    "sum_all": Workload(lambda x: x.float().sum(), _bf16("RC"), lambda r, c: r * c * 2),
-    "layer_norm_fwd_bwd": Workload(
-        layer_norm, _bf16("RC", "C", "C", grad=True), lambda r, c: 5 * r * c * 2, True
-    ),
+}
+ALIASES = {"chain": "pointwise_chain", "layer_norm_fwd_bwd": "add_layer_norm_backward"}
+
+
+def compile_fusing_everything(program: Callable) -> Callable:
+    # Unvalidated ops fused on purpose: these numbers are the fuser's kernels', not its eager fallbacks'.
+    return fuser.compile(program, dynamic=False, strict=True, unvalidated="fuse")
+
+
+VARIANTS: dict[str, Backend] = {
+    "fuser": Backend("fuser", compile_fusing_everything, counted_by_fuser=True),
+    "inductor": BACKENDS["inductor"],
+    "eager": BACKENDS["eager"],
 }
 
 
-def as_call(program: Callable, workload: Workload, inputs: list[torch.Tensor]) -> Callable[[], object]:
-    if not workload.backward:
-        return lambda: program(*inputs)
-    # Drawn in float32 and cast, so a float64 reference run gets the same gradient (up to rounding).
-    grad = torch.randn(inputs[0].shape, device=inputs[0].device).to(inputs[0].dtype)
-
-    def forward_backward():
-        out = program(*inputs)
-        return torch.autograd.grad(out, inputs, grad)
-
-    return forward_backward
+def make_inputs(workload: Workload, size: dict[str, int], device: str) -> list[Any]:
+    """The gate's inputs for `workload` at `size` (fresh: the same for every variant at one size)."""
+    torch.manual_seed(0)
+    return workload.make_inputs(**size, device=device)
 
 
-def copy_bandwidth() -> float:
-    """Bytes per second of a large device-to-device copy, counting bytes read and written."""
-    src = torch.randn(2**28, device="cuda")  # 1 GiB
-    dst = torch.empty_like(src)
-    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=500, return_mode="median")
-    return 2 * src.numel() * src.element_size() / (ms * 1e-3)
+def as_call(program: Callable, workload: Workload, inputs: list[Any]) -> Step:
+    """One call of `program` as the gate makes it: it returns every tensor produced (and gradients)."""
+    return Step(workload, program, inputs)
+
+
+def _float64(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().double().requires_grad_(value.requires_grad)
+    return value
+
+
+def max_relative_error(workload: Workload, program: Callable, size: dict[str, int], device: str) -> float:
+    """Largest relative error (2-norm) of any output or gradient against eager on float64 inputs."""
+    inputs = make_inputs(workload, size, device)
+    step = as_call(program, workload, inputs)
+    got = step()
+    exact_step = as_call(workload.program, workload, [_float64(t) for t in inputs])
+    if step.output_grads is not None:  # the same output gradients, upcast
+        exact_step.output_grads = [g.double() for g in step.output_grads]
+    exact = exact_step()
+    worst = 0.0
+    for g, e in zip(got, exact, strict=True):
+        assert not g.isnan().any(), f"{workload.name}: nan in the output at {size}"
+        worst = max(worst, ((g.double() - e.double()).norm() / e.double().norm().clamp_min(1e-30)).item())
+    assert worst < TOLERANCE, f"{workload.name}: relative error {worst} at {size}"
+    return worst
+
+
+def check(workload: Workload, programs: dict[str, Callable], sizes, device: str) -> dict[str, float]:
+    """The correctness stage: each variant's largest error over `sizes` (raises on a wrong answer)."""
+    return {
+        v: max(max_relative_error(workload, fn, size, device) for size in sizes) for v, fn in programs.items()
+    }
+
+
+def fuser_kernels(call: Step) -> int:
+    """The fuser's kernels one warm call launches; none means it ran eagerly, and its figures would be
+    eager's under the fuser's name."""
+    call()
+    fuser.reset_counters()
+    call()
+    kernels = fuser.counters()["kernels_launched"]
+    if not kernels:
+        raise RuntimeError(f"{call.workload.name}: the fuser launched no kernel (it ran eagerly)")
+    return kernels
 
 
 def kernel_ms(call: Callable, calls: int = 20) -> float:
@@ -130,54 +144,75 @@ def kernel_ms(call: Callable, calls: int = 20) -> float:
     return total_us / calls / 1e3
 
 
-def _flat(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    return [t for item in value for t in _flat(item)]
-
-
-def check(program: Callable, workload: Workload, rows: int, cols: int) -> float:
-    """Largest relative error (2-norm) against a float64 run on fresh inputs."""
-    inputs = workload.inputs(rows, cols)
-    torch.manual_seed(1)  # the same output gradient for both runs
-    got = _flat(as_call(program, workload, inputs)())
-    exact_inputs = [t.detach().double().requires_grad_(t.requires_grad) for t in inputs]
-    torch.manual_seed(1)
-    exact = _flat(as_call(workload.program, workload, exact_inputs)())
-    worst = 0.0
-    for g, e in zip(got, exact, strict=True):
-        assert not g.isnan().any(), "nan in the output"
-        worst = max(worst, ((g.double() - e).norm() / e.norm().clamp_min(1e-30)).item())
-    assert worst < 2e-2, f"relative error {worst} at {rows}x{cols}"
-    return worst
-
-
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=16384)
-    parser.add_argument("--cols", type=int, default=4096)
-    parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS), help="default: all")
+    parser.add_argument("--rows", type=int, help="default: the gate's GPU size for each workload")
+    parser.add_argument("--cols", type=int, help="default: the gate's GPU size for each workload")
+    parser.add_argument(
+        "--workload", action="append", choices=sorted([*WORKLOADS, *ALIASES]), help="default: all"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds per variant")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument(
-        "--sweep", default="", help="fuser runtime settings to try, e.g. GPU_ROW_ELEMENTS=8192,GPU_BLOCK=2048"
+        "--sweep", default="", help="fuser launch settings to try, e.g. GPU_ROW_ELEMENTS=8192,GPU_BLOCK=2048"
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        choices=("cuda", "cpu"),
+        help="cpu: the correctness stage only, at small sizes (the kernels run in Triton's interpreter)",
+    )
+    args = parser.parse_args(argv)
+    args.workload = [ALIASES.get(name, name) for name in args.workload or WORKLOADS]
+    return args
+
+
+def timed_size(workload: Workload, args: argparse.Namespace) -> dict[str, int]:
+    gate = workload.sizes["gpu"]
+    return {"rows": args.rows or gate["rows"], "cols": args.cols or gate["cols"]}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
     # Each variant compiles the workload for three sizes; past Dynamo's recompile limit (8) a later
     # variant would run eagerly and be timed under its own name.
     torch._dynamo.config.recompile_limit = 64
-    torch.manual_seed(0)
-    peak = copy_bandwidth()
-    results = {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "python": platform.python_version(),
-        "date": datetime.date.today().isoformat(),
+    results = correctness_only(args) if args.device == "cpu" else benchmark(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return results
+
+
+def correctness_only(args: argparse.Namespace) -> dict[str, Any]:
+    """On the CPU: every variant against float64 at the small sizes, no timing (that needs CUDA)."""
+    results: dict[str, Any] = {**this_machine("cpu").recorded(), "workloads": {}}
+    print(f"{results['device']}: the correctness stage only (timings need --device cuda)")
+    print(f"{'workload':<26}" + "".join(f"{v:>12}" for v in VARIANTS) + f"{'launches':>10}")
+    for name in args.workload:
+        workload = WORKLOADS[name]
+        sizes = [workload.sizes["cpu"], *CPU_SIZES]
+        if args.rows and args.cols:
+            sizes = [{"rows": args.rows, "cols": args.cols}]
+        programs = {v: backend.compile(workload.program) for v, backend in VARIANTS.items()}
+        errors = check(workload, programs, sizes, "cpu")
+        kernels = fuser_kernels(as_call(programs["fuser"], workload, make_inputs(workload, sizes[0], "cpu")))
+        results["workloads"][name] = {
+            "sizes": sizes,
+            "max_relative_error": errors,
+            "fuser_launches_per_call": kernels,
+        }
+        print(f"{name:<26}" + "".join(f"{errors[v]:>12.2e}" for v in VARIANTS) + f"{kernels:>10}")
+    return results
+
+
+def benchmark(args: argparse.Namespace) -> dict[str, Any]:
+    peak = copy_peak_bytes_per_s("cuda")
+    results: dict[str, Any] = {
+        **this_machine("gpu").recorded(),
         "copy_peak_tb_s": peak / 1e12,
-        "shape": [args.rows, args.cols],
         "workloads": {},
     }
     print(
@@ -185,57 +220,52 @@ def main() -> None:
     )
     print("fuser: unvalidated ops fused on purpose (unvalidated='fuse'): these numbers are its kernels'")
     print(
-        f"{'workload':<20}{'variant':<10}{'ms':>9}{'kernel ms':>11}{'of peak':>9}{'vs inductor':>13}{'launches':>10}"
+        f"{'workload':<26}{'variant':<10}{'ms':>9}{'kernel ms':>11}{'of peak':>9}{'vs inductor':>13}{'launches':>10}"
     )
-    for name in args.workload or list(WORKLOADS):
+    for name in args.workload:
         workload = WORKLOADS[name]
-        variants = {
-            "fuser": fuser.compile(workload.program, dynamic=False, strict=True, unvalidated="fuse"),
-            "inductor": torch.compile(workload.program, dynamic=False),
-            "eager": workload.program,
-        }
-        errors = {}
-        for v, fn in variants.items():
-            errors[v] = max(
-                check(fn, workload, r, c) for r, c in [(1823, 781), (3, 7), (args.rows, args.cols)]
-            )
-        inputs = workload.inputs(args.rows, args.cols)
-        calls = {v: as_call(fn, workload, inputs) for v, fn in variants.items()}
-        rounds: dict[str, list[float]] = {v: [] for v in variants}
+        size = timed_size(workload, args)
+        programs = {v: backend.compile(workload.program) for v, backend in VARIANTS.items()}
+        errors = check(workload, programs, [*AWKWARD_SIZES, size], "cuda")
+        inputs = make_inputs(workload, size, "cuda")
+        calls = {v: as_call(fn, workload, inputs) for v, fn in programs.items()}
+        rounds: dict[str, list[float]] = {v: [] for v in calls}
         for _ in range(args.repeats):
             for v, call in calls.items():
                 rounds[v].append(triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median"))
-        fuser.reset_counters()
-        calls["fuser"]()
-        launches = fuser.counters()["kernels_launched"]
-        if not launches:
-            raise RuntimeError(f"{name}: the fuser launched no kernel (it ran eagerly)")
-        moved = workload.bytes_moved(args.rows, args.cols)
-        entry = {"bytes_moved": moved, "fuser_launches_per_call": launches, "variants": {}}
+        kernels = fuser_kernels(calls["fuser"])
+        moved = calls["eager"].fewest_bytes(calls["eager"]())
+        entry = {
+            "description": workload.description,
+            "size": size,
+            "bytes_moved": moved,
+            "fuser_launches_per_call": kernels,
+            "variants": {},
+        }
         base = statistics.median(rounds["inductor"])
-        for v in variants:
+        for v, backend in VARIANTS.items():
             ms = statistics.median(rounds[v])
+            launches = launches_per_call(calls[v], backend, "cuda")
             entry["variants"][v] = {
                 "ms_median": ms,
                 "ms_rounds": rounds[v],
                 "kernel_ms": kernel_ms(calls[v]),
+                "launches_per_call": None if launches is None else launches.median,
                 "fraction_of_copy_peak": moved / (ms * 1e-3) / peak,
                 "max_relative_error": errors[v],
             }
             r = entry["variants"][v]
             print(
-                f"{name:<20}{v:<10}{ms:>9.4f}{r['kernel_ms']:>11.4f}{r['fraction_of_copy_peak']:>9.1%}"
-                f"{ms / base:>12.2f}x{launches if v == 'fuser' else '':>10}"
+                f"{name:<26}{v:<10}{ms:>9.4f}{r['kernel_ms']:>11.4f}{r['fraction_of_copy_peak']:>9.1%}"
+                f"{ms / base:>12.2f}x{r['launches_per_call'] or '':>10}"
             )
         entry["sweep"] = sweep(args.sweep, calls["fuser"], base, name)
         results["workloads"][name] = entry
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    return results
 
 
 def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, float]:
-    """Time the fuser again under other launch settings of fuser.runtime, one at a time (then restore)."""
+    """Time the fuser again under other launch settings, one at a time (then restore)."""
     timings = {}
     for setting in filter(None, settings.split(",")):
         restore = apply_settings(setting)
@@ -246,19 +276,32 @@ def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, fl
     return timings
 
 
-def apply_settings(settings: str) -> str:
-    """Set fuser.runtime constants from 'NAME=VALUE,NAME=VALUE' and forget every kernel step's launch
-    configurations (chosen under the old values); returns the settings that restore the old values."""
-    import gc
+def _fuser_modules() -> list[Any]:
+    return [
+        m for n, m in list(sys.modules.items()) if m is not None and (n == "fuser" or n.startswith("fuser."))
+    ]
 
+
+def apply_settings(settings: str) -> str:
+    """Set the fuser's launch constants from 'NAME=VALUE,NAME=VALUE' and forget every kernel step's launch
+    configurations (chosen under the old values); returns the settings that restore the old values.
+
+    The fuser has no public knob for these: a constant is set in every loaded fuser module that holds it
+    (where it is defined and where it was imported), whichever module that is."""
     restore = []
     for item in filter(None, settings.split(",")):
         key, value = item.split("=")
-        restore.append(f"{key}={getattr(fuser.runtime, key)}")
-        setattr(fuser.runtime, key, int(value))
+        holders = [m for m in _fuser_modules() if isinstance(vars(m).get(key), int)]
+        if not holders:
+            raise SystemExit(f"--sweep: no fuser module defines an integer {key}")
+        restore.append(f"{key}={getattr(holders[0], key)}")
+        for module in holders:
+            setattr(module, key, int(value))
     for obj in gc.get_objects():
-        if type(obj) is fuser.runtime.KernelStep:
-            obj.launches.clear()
+        if str(getattr(type(obj), "__module__", "")).startswith("fuser.") and hasattr(obj, "__dict__"):
+            for cache in ("launches", "gpu_launches"):
+                if isinstance(vars(obj).get(cache), dict):
+                    vars(obj)[cache].clear()
     return ",".join(restore)
 
 

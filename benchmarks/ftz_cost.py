@@ -16,7 +16,7 @@ import statistics
 import torch
 import triton
 
-import fuser.runtime
+from fuser.runtime import launch_config
 from perfgate.backends import BACKENDS
 from perfgate.measure import kernel_time_ms, l2_flush_buffer, prepare_on_gpu
 from perfgate.workloads import WORKLOADS
@@ -29,7 +29,7 @@ VARIANTS = {
 
 def time_variant(workload_name: str, options: dict, flush: torch.Tensor) -> float:
     torch._dynamo.reset()
-    fuser.runtime.gpu_compile_options = lambda: dict(options)  # read by every launch set up after this
+    launch_config.gpu_compile_options = lambda: dict(options)  # read by every launch set up after this
     prepared = prepare_on_gpu(WORKLOADS[workload_name], BACKENDS["fuser"])
     return kernel_time_ms(prepared.step, flush).median
 

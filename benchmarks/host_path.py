@@ -60,9 +60,9 @@ def main() -> None:
     device = args.device
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if args.no_kernels:
-        from fuser import runtime
+        from fuser.runtime import kernel_cache
 
-        runtime.load_kernel = lambda source, interpreted: _NoKernel()
+        kernel_cache.load_kernel = lambda source, interpreted: _NoKernel()
     dtype = torch.bfloat16
     x = torch.randn(4, 16, device=device, dtype=dtype, requires_grad=True)
     y = torch.randn(4, 16, device=device, dtype=dtype)

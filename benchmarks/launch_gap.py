@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 import triton
 import triton.testing
-from compare import WORKLOADS, apply_settings, as_call  # benchmarks/ is the script's folder
+from compare import WORKLOADS, apply_settings, as_call, make_inputs  # benchmarks/ is the script's folder
 
 import fuser
-import fuser.runtime
+import fuser.runtime.launch_config
 
 FLUSH_BYTES = 256 * 2**20  # what do_bench zeroes between calls
 TRACE_FIELDS = ("grid", "block", "registers per thread", "shared memory", "est. achieved occupancy %")
@@ -151,14 +151,16 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=30, help="profiled calls per situation")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds per setting")
-    parser.add_argument("--setting", action="append", default=[], help="fuser.runtime constants to try")
+    parser.add_argument(
+        "--setting", action="append", default=[], help="fuser.runtime.launch_config constants to try"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     torch._dynamo.config.recompile_limit = 64
     torch.manual_seed(0)
     workload = WORKLOADS[args.workload]
-    inputs = workload.inputs(args.rows, args.cols)
+    inputs = make_inputs(workload, {"rows": args.rows, "cols": args.cols}, "cuda")
     programs = {
         "fuser": fuser.compile(workload.program, dynamic=False, strict=True, unvalidated="fuse"),
         "inductor": torch.compile(workload.program, dynamic=False),

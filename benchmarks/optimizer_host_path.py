@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from fuser import runtime
+from fuser.runtime.horizontal_step import HorizontalStep
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     step = torch.compile(optimizer.step, backend="fuser")
     for _ in range(3):
         step()
-    horizontal = [o for o in gc.get_objects() if type(o) is runtime.HorizontalStep]
+    horizontal = [o for o in gc.get_objects() if type(o) is HorizontalStep]
     if not horizontal:
         raise SystemExit("optimizer_host_path: the step made no horizontal kernel (is horizontal fusion on?)")
     for kernel in horizontal:

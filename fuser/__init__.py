@@ -16,7 +16,7 @@ from typing import Any
 from fuser.explain import ExplainReport, collecting, explain
 from fuser.metrics import counters, reset_counters
 from fuser.options import Options, show_log
-from fuser.runtime import clear_kernel_cache
+from fuser.runtime.kernel_cache import clear_kernel_cache
 
 
 def compile(

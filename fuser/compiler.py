@@ -1,4 +1,10 @@
-"""Compile one aten graph: partition it, generate its kernels and build the callable that runs it."""
+"""Compile one aten graph, as a list of passes (`compile_graph`):
+
+capture (testing rewrites, bool arg-reductions read as uint8) -> partition and generate
+(`fuser.generation`) -> horizontal grouping (`fuser.horizontal`) -> in-place folding (`fuser.inplace`)
+-> the steps that run it, each kernel with its eager fallback -> the graph's callable, replayed as a
+CUDA graph where that is safe.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,17 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles, validation
-from fuser.codegen import KernelSource, PointwiseBuilder, package
+from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles
+from fuser.codegen import KernelSource
+from fuser.generation import Generated, kernel_symbols, plan_and_generate
 from fuser.nodes import downstream
 from fuser.options import Options
-from fuser.partition import Kernel, Plan, partition
-from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable, whole_inputs
-from fuser.runtime import CompiledBackwardGraph, CompiledGraph, EagerStep, HorizontalStep, KernelStep
-from fuser.shapes import SizeBinder, free_symbols
+from fuser.partition import Kernel, Plan
+from fuser.runtime.eager_step import EagerStep
+from fuser.runtime.graph import CompiledBackwardGraph, CompiledGraph
+from fuser.runtime.horizontal_step import HorizontalStep
+from fuser.runtime.kernel_step import KernelStep
+from fuser.shapes import SizeBinder
 
 log = logging.getLogger("fuser")
 
@@ -44,17 +53,6 @@ def _is_counted(node: fx.Node) -> bool:
 
 def _names(kernel: Kernel) -> list[str]:
     return [n.name for n in kernel.members]
-
-
-def kernel_symbols(kernel: Kernel) -> set:
-    """Every size symbol the kernel's shapes and strides mention (they must be bound at launch)."""
-    symbols = set()
-    for node in (*kernel.computed, *kernel.leaves):
-        value = node.meta.get("val")
-        if isinstance(value, torch.Tensor):
-            for size in (*value.shape, *value.stride()):
-                symbols |= free_symbols(size)
-    return symbols
 
 
 class EagerKernel:
@@ -89,48 +87,6 @@ def _frees(
     return frees
 
 
-def generate(kernel: Kernel) -> list[KernelSource]:
-    """The kernel's variants: one for a pointwise kernel; persistent and looped for a row kernel."""
-    if kernel.space is None:
-        return [package(PointwiseBuilder(kernel), "pointwise")]
-    inner, whole = contiguous_rows(kernel), whole_inputs(kernel)
-    variants = [
-        package(RowBuilder(kernel, persistent), kind, inner, whole)
-        for persistent, kind in ((True, "persistent"), (False, "looped"))
-    ]
-    if splittable(kernel):
-        variants += [
-            package(RowBuilder(kernel, False, stage), stage, inner, whole)
-            for stage in ("split_partials", "split_combine")
-        ]
-    return variants
-
-
-def plan_and_generate(graph: fx.Graph, options: Options, bound: set) -> tuple[Plan, dict[int, object]]:
-    """Partition `graph` and generate each kernel whose sizes `bound` symbols cover: by id(kernel), its
-    variants or the exception its generation raised. A kernel that reads one of its reductions at
-    another row (a slice of a row max, say) cannot hold it: partition again with that reduction stored
-    by its own kernel, until every such read goes through memory."""
-    stored: set[fx.Node] = set()
-    while True:
-        gate = None if options.unvalidated == "fuse" else validation.node_obstacle
-        plan = partition(graph, fuse=options.fuse, stored=frozenset(stored), gate=gate)
-        generated: dict[int, object] = {}
-        for step in plan.steps:
-            if isinstance(step, Kernel) and kernel_symbols(step) <= bound:
-                try:
-                    generated[id(step)] = generate(step)
-                except ReadAtAnotherRow as error:
-                    if error.node not in stored:
-                        stored.add(error.node)
-                        break
-                    generated[id(step)] = error  # stored, yet still read in-kernel: a bug, not a retry
-                except Exception as error:
-                    generated[id(step)] = error
-        else:
-            return plan, generated
-
-
 ARG_REDUCTIONS = (torch.ops.aten.argmax.default, torch.ops.aten.argmin.default)
 
 
@@ -151,6 +107,79 @@ def _bool_arg_reductions_as_uint8(graph: fx.Graph) -> None:
         node.replace_input_with(source, cast)
 
 
+def capture(graph_module: fx.GraphModule, backward: bool) -> fx.Graph:
+    """The graph the passes work on: a testing-only rewrite where one is planted, and bool inputs of
+    argmax/argmin read as uint8."""
+    graph = miscompiles.rewrite("graph", graph_module.graph, backward=backward)
+    _bool_arg_reductions_as_uint8(graph)
+    return graph
+
+
+@dataclass
+class Steps:
+    """What runs a plan: the steps in order, the nodes each reads, the sources it launches, and each
+    node's slot in the env the steps share."""
+
+    slots: dict[fx.Node, int]
+    steps: list
+    reads: list[list[fx.Node]]
+    sources: list[KernelSource]
+
+
+def build_steps(
+    plan: Plan, generated: Generated, graph: fx.Graph, options: Options, binder: SizeBinder, into: dict
+) -> Steps:
+    """One step per plan step: an eager call, a kernel (with its eager fallback), or a horizontal group."""
+    slots = {node: i for i, node in enumerate(graph.nodes)}
+    # What eager steps make, and what is computed from it: a kernel that fell back for a size it was not
+    # planned for hands its real size on, so the kernels after it check theirs too.
+    eager_made = downstream(graph, {step for step in plan.steps if isinstance(step, fx.Node)}.__contains__)
+    built = Steps(slots, [], [], [])
+
+    def kernel_step(kernel: Kernel, variants: list[KernelSource]) -> KernelStep:
+        fallback = EagerKernel(kernel, slots, into)
+        return KernelStep(variants, kernel, slots, fallback, options.strict, binder.symbols, into, eager_made)
+
+    def add(step, reads: list[fx.Node]) -> None:
+        built.steps.append(step)
+        built.reads.append(reads)
+
+    for step in plan.steps:
+        if isinstance(step, fx.Node):
+            add(EagerStep(step, slots, counted=_is_counted(step)), step.all_input_nodes)
+        elif isinstance(step, horizontal.Horizontal):
+            parts = [kernel_step(part, generated.variants(part)) for part in step.parts]
+            add(HorizontalStep(step.source, parts, options.strict), step.leaves + _stored_into(step, into))
+            built.sources.append(step.source)
+        elif (variants := generated.variants(step)) is not None:
+            launched = kernel_step(step, variants)
+            built.sources.append(launched.source_for(tuple(binder.hints)))
+            add(launched, step.leaves + _stored_into(step, into))
+        else:
+            _why_eager(step, generated, options, binder)
+            add(EagerKernel(step, slots, into), [n for c in step.computed for n in c.all_input_nodes])
+    return built
+
+
+def _stored_into(step: Kernel | horizontal.Horizontal, into: dict) -> list[fx.Node]:
+    return [into[m] for m in step.members if m in into]
+
+
+def _why_eager(kernel: Kernel, generated: Generated, options: Options, binder: SizeBinder) -> None:
+    """Log (or, strict, raise) why a kernel runs eagerly: it was never generated, or generating it failed."""
+    error = generated.error(kernel)
+    if error is None:  # not generated: its sizes use symbols no graph input binds
+        unbound = sorted(map(str, kernel_symbols(kernel) - set(binder.symbols)))
+        log.info("%s run eager: their sizes use %s, which no graph input binds", _names(kernel), unbound)
+    else:
+        if options.strict:
+            raise error
+        log.warning(
+            "codegen failed for %s (%s: %s); they run eagerly", _names(kernel), type(error).__name__, error
+        )
+    metrics.bump("fallbacks")
+
+
 # A backward graph is compiled lazily, at the first backward(), which may run inside a function Dynamo
 # is compiling: Dynamo must not trace the compiler itself.
 @torch.compiler.disable
@@ -158,83 +187,33 @@ def compile_graph(
     graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool = False
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
-    graph = miscompiles.rewrite("graph", graph_module.graph, backward=backward)  # testing only
-    _bool_arg_reductions_as_uint8(graph)
+    graph = capture(graph_module, backward)
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))
     if options.fuse and options.horizontal:
-        plan, generated = horizontal.batch(plan, generated)
+        plan = horizontal.batch(plan, generated)
     plan, into = inplace.fold(plan, generated)
     for node, reason in plan.fallbacks:
         log.info("%s runs eager: %s", node.target, reason)
         metrics.bump("fallbacks")
-    slots = {node: i for i, node in enumerate(graph.nodes)}
-    # What eager steps make, and what is computed from it: a kernel that fell back for a size it was not
-    # planned for hands its real size on, so the kernels after it check theirs too.
-    eager = {step for step in plan.steps if isinstance(step, fx.Node)}
-    eager_made = downstream(graph, eager.__contains__)
-    steps, reads, sources = [], [], []
-    for step in plan.steps:
-        if isinstance(step, fx.Node):
-            steps.append(EagerStep(step, slots, counted=_is_counted(step)))
-            reads.append(step.all_input_nodes)
-            continue
-        if isinstance(step, horizontal.Horizontal):
-            parts = [
-                KernelStep(
-                    generated[id(p)],
-                    p,
-                    slots,
-                    EagerKernel(p, slots, into),
-                    options.strict,
-                    binder.symbols,
-                    into,
-                    eager_made,
-                )
-                for p in step.parts
-            ]
-            steps.append(HorizontalStep(step.source, parts, options.strict))
-            sources.append(step.source)
-            reads.append(step.leaves + [into[m] for m in step.members if m in into])
-            continue
-        fallback = EagerKernel(step, slots, into)
-        if id(step) not in generated:  # not generated: its sizes use symbols no graph input binds
-            log.info(
-                "%s run eager: their sizes use %s, which no graph input binds",
-                _names(step),
-                sorted(map(str, kernel_symbols(step) - set(binder.symbols))),
-            )
-            metrics.bump("fallbacks")
-            steps.append(fallback)
-            reads.append([n for c in step.computed for n in c.all_input_nodes])
-            continue
-        variants = generated[id(step)]
-        if isinstance(variants, Exception):
-            error = variants
-            if options.strict:
-                raise error
-            log.warning(
-                "codegen failed for %s (%s: %s); they run eagerly",
-                _names(step),
-                type(error).__name__,
-                error,
-            )
-            metrics.bump("fallbacks")
-            steps.append(fallback)
-            reads.append([n for c in step.computed for n in c.all_input_nodes])
-            continue
-        kernel_step = KernelStep(
-            variants, step, slots, fallback, options.strict, binder.symbols, into, eager_made
-        )
-        sources.append(kernel_step.source_for(tuple(binder.hints)))
-        steps.append(kernel_step)
-        reads.append(step.leaves + [into[m] for m in step.members if m in into])
-    (output,) = [n for n in graph.nodes if n.op == "output"]
-    frees = _frees(steps, reads, set(output.all_input_nodes), slots)
+    built = build_steps(plan, generated, graph, options, binder, into)
+    _report(plan, built.sources)
+    return _callable(graph_module, graph, built, binder, options, example_inputs, backward)
+
+
+def _report(plan: Plan, sources: list[KernelSource]) -> None:
     collected = reports.get()
     if collected is not None:
         eager = [str(s.target) for s in plan.steps if isinstance(s, fx.Node) and _is_counted(s)]
         collected.append(GraphReport(sources, eager, [(str(n.target), r) for n, r in plan.fallbacks]))
+
+
+def _callable(graph_module, graph, built: Steps, binder, options, example_inputs, backward) -> CompiledGraph:
+    """The graph's callable: it frees each value after its last reader, and replays as a CUDA graph where
+    that is asked for and safe."""
+    slots, steps = built.slots, built.steps
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    frees = _frees(steps, built.reads, set(output.all_input_nodes), slots)
     if backward:
         return CompiledBackwardGraph(graph_module, steps, slots, frees, binder)
     compiled = CompiledGraph(graph_module, steps, slots, frees, binder)

@@ -20,7 +20,7 @@ The horizontal kernel is the part's kernel with its parameters turned into data:
 an int64 table (each pointer as an address, each integer as itself, then the part's first program),
 and a table mapping each program to its part. A program loads its row, casts each address with
 `.to(tl.pointer_type(dtype))` and runs the part's body unchanged. So one compiled kernel serves any
-number of parts of any sizes: the table is built at launch (`fuser.runtime.HorizontalStep`).
+number of parts of any sizes: the table is built at launch (`fuser.runtime.horizontal_step.HorizontalStep`).
 Triton's interpreter dereferences such pointers too, so the CPU runs the same kernel.
 """
 
@@ -33,6 +33,7 @@ from torch import fx
 
 from fuser.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
 from fuser.dtypes import triton_name
+from fuser.generation import Generated
 from fuser.nodes import meta
 from fuser.partition import Kernel, Plan
 
@@ -167,43 +168,43 @@ def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None)
     )
 
 
-def _key(generated: object) -> tuple | None:
-    """What parts of one group share, or None if the part is not a candidate: the cache key of its
-    source and the dtype of each pointer (a kernel's source does not name them: Triton specializes on
-    its arguments, but a horizontal kernel casts its addresses to them)."""
-    if not isinstance(generated, list) or len(generated) != 1 or generated[0].kind != "pointwise":
+def _key(source: KernelSource | None) -> tuple | None:
+    """What parts of one group share, or None if the part is not a candidate (not a generated pointwise
+    kernel): the cache key of its source and the dtype of each pointer (a kernel's source does not name
+    them: Triton specializes on its arguments, but a horizontal kernel casts its addresses to them)."""
+    if source is None:
         return None
-    source = generated[0]
     pointers = tuple(meta(a.node).dtype for _, a in source.params if a.kind in ("tensor", "output"))
     return source.cache_key, pointers
 
 
-def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, object]]:
-    """`plan` with its horizontally fusible kernels grouped into `Horizontal` steps, and the generated
-    variants of every kernel it now holds (by id)."""
+def _pointwise(kernel: Kernel) -> list[KernelSource]:
+    return [package(PointwiseBuilder(kernel), "pointwise")]
+
+
+def batch(plan: Plan, generated: Generated) -> Plan:
+    """`plan` with its horizontally fusible kernels grouped into `Horizontal` steps; `generated` gains the
+    variants of every kernel the plan now holds."""
     depths = _depths(plan.steps)
     candidates: dict[tuple, list[tuple[Kernel, Kernel]]] = {}  # key -> [(part, its kernel)]
     parts_of: dict[int, list[Kernel]] = {}
     for step, depth in zip(plan.steps, depths, strict=True):
-        if not isinstance(step, Kernel) or step.space is not None or _key(generated.get(id(step))) is None:
+        if not isinstance(step, Kernel) or step.space is not None or _key(generated.pointwise(step)) is None:
             continue
         parts = split(step)
         parts_of[id(step)] = parts
         for part in parts:
             if part is not step:
-                try:
-                    generated[id(part)] = [package(PointwiseBuilder(part), "pointwise")]
-                except Exception as error:  # the kernel as a whole generated: keep the part with it
-                    generated[id(part)] = error
-            key = _key(generated[id(part)])
+                generated.add(part, _pointwise)  # if it raises, the part stays with its kernel
+            key = _key(generated.pointwise(part))
             if key is not None:
                 candidates.setdefault((*key, str(step.device), depth), []).append((part, step))
     grouped: dict[int, Horizontal] = {}  # id(part) -> its group
     for members in candidates.values():
         if len(members) > 1:
             parts = [part for part, _ in members]
-            part_source = generated[id(parts[0])][0]
-            covers = tuple(line for part in parts for line in generated[id(part)][0].covers)
+            part_source = generated.pointwise(parts[0])
+            covers = tuple(line for part in parts for line in generated.pointwise(part).covers)
             group = Horizontal(parts, horizontal_source(part_source, covers), part_source)
             for part in parts:
                 grouped[id(part)] = group
@@ -223,12 +224,9 @@ def batch(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[int, obj
         if alone:
             rest = _merge(step, alone) if len(alone) > 1 else alone[0]
             if rest is not alone[0]:
-                try:
-                    generated[id(rest)] = [package(PointwiseBuilder(rest), "pointwise")]
-                except Exception as error:
-                    generated[id(rest)] = error
+                generated.add(rest, _pointwise)
             steps.append(rest)
-    return Plan(_schedule(steps), plan.fallbacks), generated
+    return Plan(_schedule(steps), plan.fallbacks)
 
 
 def _schedule(steps: list) -> list:

@@ -25,6 +25,7 @@ import torch
 from torch import fx
 
 from fuser.codegen import output_strides
+from fuser.generation import Generated
 from fuser.horizontal import Horizontal
 from fuser.nodes import meta
 from fuser.ops import VIEW_BY_OVERLOAD
@@ -67,7 +68,7 @@ def _units(steps: list) -> dict[fx.Node, tuple[int, Kernel | None]]:
     return units
 
 
-def _obstacle(copy: fx.Node, units: dict, generated: dict[int, object]) -> str | None:
+def _obstacle(copy: fx.Node, units: dict, generated: Generated) -> str | None:
     """Why `copy` cannot be folded into the kernel storing its source, or None if it can."""
     target, source = copy.args[0], copy.args[1]
     if copy.kwargs.get("non_blocking") or len(copy.args) > 2 or copy.users:
@@ -81,7 +82,7 @@ def _obstacle(copy: fx.Node, units: dict, generated: dict[int, object]) -> str |
     if source not in units or units[source][1] is None or source not in units[source][1].members:
         return "its source is not stored by a kernel"
     position, kernel = units[source]
-    if kernel.space is not None or not isinstance(generated.get(id(kernel)), list):
+    if kernel.space is not None or generated.variants(kernel) is None:
         return "its source's kernel is not a generated pointwise kernel"
     have, want = meta(source), meta(target)
     if (
@@ -108,7 +109,7 @@ def _obstacle(copy: fx.Node, units: dict, generated: dict[int, object]) -> str |
     return None
 
 
-def fold(plan: Plan, generated: dict[int, object]) -> tuple[Plan, dict[fx.Node, fx.Node]]:
+def fold(plan: Plan, generated: Generated) -> tuple[Plan, dict[fx.Node, fx.Node]]:
     """`plan` without the `copy_` calls that kernels now make themselves, and which member is stored
     into which graph input. A copy left eager keeps its place among the plan's fallbacks, with the
     reason it was not folded (the log and `fuser.explain` show it)."""

@@ -1,8 +1,8 @@
 """Triton helpers for ops whose eager semantics take more than one expression.
 
 Generated kernels call these as `lib.<name>(...)`. On a GPU they run as `@triton.jit` functions; under
-Triton's interpreter `fuser.runtime` rebinds `libdevice` in a copy of this module to NumPy equivalents.
-Each helper matches ATen's CPU/CUDA kernels, including the signs of zeros and nan behaviour.
+Triton's interpreter `fuser.interpreter.shim` rebinds `libdevice` in a copy of this module to NumPy
+equivalents. Each helper matches ATen's CPU/CUDA kernels, including the signs of zeros and nan behaviour.
 
 Helpers use only builtins: `tl.zeros_like` and other `@triton.jit` functions of triton.language cannot
 be called from the interpreter's plain-function copies of these helpers.
@@ -13,9 +13,10 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 # On a GPU, Triton links libdevice flushing float32 subnormals to zero unless a kernel is compiled with
-# `enable_reflect_ftz=False`; the fuser launches every GPU kernel so (fuser.runtime.gpu_compile_options),
-# so libdevice's div_rn, fmod, hypot, floor, ceil and fma keep subnormals as eager's CUDA kernels do. What still
-# needs a helper below is where libdevice or Triton differ from ATen in more than that.
+# `enable_reflect_ftz=False`; the fuser launches every GPU kernel so
+# (fuser.runtime.launch_config.gpu_compile_options), so libdevice's div_rn, fmod, hypot, floor, ceil and
+# fma keep subnormals as eager's CUDA kernels do. What still needs a helper below is where libdevice or
+# Triton differ from ATen in more than that.
 
 
 @triton.jit
@@ -152,7 +153,7 @@ def round_to_bf16(x):
 @triton.jit
 def widen_bf16(x):
     # On a GPU the conversions are exact (widening) and round to nearest-even (narrowing), as c10's do.
-    # Triton's interpreter flushes bfloat16 subnormals and truncates: fuser.interpreter_bf16 replaces both
+    # Triton's interpreter flushes bfloat16 subnormals and truncates: fuser.interpreter.bf16 replaces both
     # there with bit-exact NumPy versions.
     return x.to(tl.float32)
 

@@ -26,8 +26,11 @@ from pathlib import Path
 
 import torch
 
-from fuser import interpreter_bf16, interpreter_libdevice, interpreter_reduce, kernel_lib, probes
+from fuser import kernel_lib, probes
 from fuser.dtypes import SUPPORTED_DTYPES
+from fuser.interpreter import bf16 as interpreter_bf16
+from fuser.interpreter import libdevice as interpreter_libdevice
+from fuser.interpreter import reduce as interpreter_reduce
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, PointwiseOp
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 
@@ -193,8 +196,9 @@ def source_key() -> str:
     """A hash of the fuser's own source and the versions it generates code with: fingerprints computed
     under one key hold for every process with that key, so they are computed once and cached."""
     digest = hashlib.sha256(f"{torch.__version__} {sys.version_info[:2]}".encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):  # subpackages too: an edit in fuser/interpreter/ counts
+        digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -352,7 +352,7 @@ def _describe(kernel: KernelSource) -> str:
 
 def emitted(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -> list[str]:
     """Every probe's kernels, normalized, each labelled with its probe; an error is part of the output."""
-    from fuser.compiler import plan_and_generate  # the compiler imports the tables this module patches
+    from fuser.generation import plan_and_generate  # it imports the tables this module patches
     from fuser.options import Options
 
     out = []
@@ -365,12 +365,11 @@ def emitted(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -
                 continue
             lines = [f"## {label}"]
             for step in plan.steps:
-                variants = generated.get(id(step), ())
                 if isinstance(step, fx.Node):
                     lines.append(f"eager {step.target}")
-                elif isinstance(variants, Exception):
-                    lines.append(f"failed {type(variants).__name__}")
+                elif (error := generated.error(step)) is not None:
+                    lines.append(f"failed {type(error).__name__}")
                 else:
-                    lines += [_describe(k) for k in variants]
+                    lines += [_describe(k) for k in generated.variants(step) or ()]
             out.append("\n".join(lines))
     return out

@@ -1,4 +1,10 @@
-"""The reduction table, as data, and the iteration space a reduction defines.
+"""The reduction tables, as data, and the iteration space a reduction defines.
+
+Two tables: `REDUCTION_OPS` maps each aten overload to a kind and to where its schema names the input,
+dims and keepdim; `KINDS` says what each kind is (how a block starts, combines and finishes, what it
+accumulates in, whether a split reduction can compute it, which `lib` combine functions its kernels call
+and their NumPy twins under the interpreter). A new reduction kind is one `ReductionKind`, plus its
+combine functions in `fuser.kernel_lib` and `fuser.interpreter.reduce` where it needs new ones.
 
 A reduction reads a tensor of shape S and reduces a set of its dims D. A row kernel iterates over
 `rows` (the kept dims of S, row-major) and `cols` (the reduced dims, row-major): it can compute every
@@ -7,21 +13,137 @@ value of shape S (full), and of the kept shape with or without the reduced dims 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import fx
 
+from fuser.dtypes import arithmetic_dtype
 from fuser.nodes import bind_arguments, meta
+from fuser.ops import NAN_ALL
 from fuser.shapes import same_shape
+
+
+@dataclass(frozen=True)
+class Combine:
+    """How one kind of reduction starts, combines two blocks, and finishes a block along the row."""
+
+    identity: str  # for floats; integers use `int_identity`
+    int_identity: str | int  # a literal, or "min"/"max": the integer dtype's limit
+    combine: str  # {a}, {b}: two blocks
+    finish: str  # {x}: a block, reduced over axis 1
+    int_combine: str | None = None
+    int_finish: str | None = None
+
+
+def _product_accumulates(out_dtype: torch.dtype) -> torch.dtype:
+    """A floating product in float64: in float32 a split's partial product of a long row overflowed to
+    inf before it met the row's zero elsewhere, so the partials combined to nan where the product is
+    -0.0 (found by validation's fuzz stage, 2026-11-27, tests/fuser/test_reductions.py)."""
+    return torch.float64 if out_dtype.is_floating_point else arithmetic_dtype(out_dtype)
+
+
+@dataclass(frozen=True)
+class ReductionKind:
+    name: str
+    # The shared combine rules; None for a kind with an emitter of its own (`emitter`).
+    combine: Combine | None
+    # Whether a split reduction can compute it: its partial results combine with its own combine.
+    splittable: bool
+    # The dtype it accumulates in, given its output's.
+    accumulates: Callable[[torch.dtype], torch.dtype] = arithmetic_dtype
+    # any/all: the input is tested for truth before it is combined.
+    reads_truth: bool = False
+    # The RowBuilder method that emits a kind of its own (var: two passes; argmax/argmin: value-index pairs).
+    emitter: str | None = None
+    # The `lib` combine functions its kernels pass to tl.reduce, each with its `fuser.interpreter.reduce`
+    # twin: the interpreter calls any other combine function once per element, in Python.
+    numpy_twins: dict[str, str] = field(default_factory=dict)
+
+
+def _int32(out_dtype: torch.dtype) -> torch.dtype:
+    return torch.int32
+
+
+_MAX_MIN_TWINS = {
+    "maximum_nan": "maximum_nan",
+    "minimum_nan": "minimum_nan",
+    "maximum": "maximum",
+    "minimum": "minimum",
+}
+KINDS: dict[str, ReductionKind] = {
+    kind.name: kind
+    for kind in (
+        # lib.add is the interpreter's own sum combine there (NumPy's pairwise sum): no twin needed.
+        ReductionKind("sum", Combine("0", 0, "{a} + {b}", "tl.reduce({x}, 1, lib.add)"), splittable=True),
+        ReductionKind(
+            "prod",
+            Combine("1", 1, "{a} * {b}", "tl.reduce({x}, 1, lib.multiply)"),
+            splittable=True,
+            accumulates=_product_accumulates,
+            numpy_twins={"multiply": "multiply"},
+        ),
+        # Floats propagate nan as eager's amax/amin do; integers take the plain max/min.
+        ReductionKind(
+            "max",
+            Combine(
+                "-float('inf')",
+                "min",
+                f"tl.maximum({{a}}, {{b}}, {NAN_ALL})",
+                "tl.reduce({x}, 1, lib.maximum_nan)",
+                "tl.maximum({a}, {b})",
+                "tl.reduce({x}, 1, lib.maximum)",
+            ),
+            splittable=True,
+            numpy_twins=_MAX_MIN_TWINS,
+        ),
+        ReductionKind(
+            "min",
+            Combine(
+                "float('inf')",
+                "max",
+                f"tl.minimum({{a}}, {{b}}, {NAN_ALL})",
+                "tl.reduce({x}, 1, lib.minimum_nan)",
+                "tl.minimum({a}, {b})",
+                "tl.reduce({x}, 1, lib.minimum)",
+            ),
+            splittable=True,
+            numpy_twins=_MAX_MIN_TWINS,
+        ),
+        ReductionKind(
+            "any",
+            Combine("0", 0, "tl.maximum({a}, {b})", "tl.reduce({x}, 1, lib.maximum)"),
+            splittable=True,
+            accumulates=_int32,
+            reads_truth=True,
+            numpy_twins=_MAX_MIN_TWINS,
+        ),
+        ReductionKind(
+            "all",
+            Combine("1", 1, "tl.minimum({a}, {b})", "tl.reduce({x}, 1, lib.minimum)"),
+            splittable=True,
+            accumulates=_int32,
+            reads_truth=True,
+            numpy_twins=_MAX_MIN_TWINS,
+        ),
+        ReductionKind(
+            "argmax", None, False, emitter="arg_reduction", numpy_twins={"argmax_combine": "argmax"}
+        ),
+        ReductionKind(
+            "argmin", None, False, emitter="arg_reduction", numpy_twins={"argmin_combine": "argmin"}
+        ),
+        ReductionKind("var", None, False, emitter="variance"),  # its row sums use lib.add
+    )
+}
 
 
 @dataclass(frozen=True)
 class ReductionOp:
     name: str
     overloads: tuple[str, ...]
-    kind: str  # sum | prod | max | min | argmax | argmin | any | all | var
+    kind: str  # a key of KINDS
     input: str  # the schema argument reduced
     dims: str | None  # the schema argument naming the dims (None or [] means all dims)
     keepdim: str | None
@@ -64,6 +186,10 @@ def _overload(qualified: str) -> torch._ops.OpOverload:
 
 
 REDUCTION_BY_OVERLOAD = {_overload(o): op for op in REDUCTION_OPS for o in op.overloads}
+
+
+def kind_of(node: fx.Node) -> ReductionKind:
+    return KINDS[REDUCTION_BY_OVERLOAD[node.target].kind]
 
 
 def is_reduction(node: fx.Node) -> bool:

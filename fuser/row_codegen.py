@@ -13,11 +13,9 @@ Values of a row (level 1) outlive a loop; values of an element (level 2) live in
 
 from __future__ import annotations
 
-import inspect
 import math
 import textwrap
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import torch
 from torch import fx
@@ -26,60 +24,11 @@ from fuser import miscompiles
 from fuser.codegen import Arg, Builder, function, live_lines, unflatten
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
-from fuser.ops import NAN_ALL
 from fuser.partition import Kernel
-from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction, reduction_input, space_of
+from fuser.reductions import KINDS, is_reduction, kind_of, reduction_input, space_of
 from fuser.shapes import same, same_shape
 from fuser.views import Index
 
-
-def accumulate_dtype(kind: str, out_dtype: torch.dtype) -> torch.dtype:
-    """The dtype a reduction of `kind` accumulates in. A floating product in float64: in float32 a split's
-    partial product of a long row overflowed to inf before it met the row's zero elsewhere, so the
-    partials combined to nan where the product is -0.0 (eager's order happened not to overflow; found by
-    validation's fuzz stage, 2026-11-27, tests/fuser/test_reductions.py)."""
-    if kind in ("any", "all"):
-        return torch.int32
-    if kind == "prod" and out_dtype.is_floating_point:
-        return torch.float64
-    return arithmetic_dtype(out_dtype)
-
-
-@dataclass(frozen=True)
-class Combine:
-    """How one kind of reduction starts, combines two blocks, and finishes a block along the row."""
-
-    identity: str  # for floats; integers use `int_identity`
-    int_identity: str | int
-    combine: str  # {a}, {b}: two blocks
-    finish: str  # {x}: a block, reduced over axis 1
-    int_combine: str | None = None
-    int_finish: str | None = None
-
-
-KINDS = {
-    "sum": Combine("0", 0, "{a} + {b}", "tl.reduce({x}, 1, lib.add)"),
-    "prod": Combine("1", 1, "{a} * {b}", "tl.reduce({x}, 1, lib.multiply)"),
-    # Floats propagate nan as eager's amax/amin do; integers take the plain max/min.
-    "max": Combine(
-        "-float('inf')",
-        "min",
-        f"tl.maximum({{a}}, {{b}}, {NAN_ALL})",
-        "tl.reduce({x}, 1, lib.maximum_nan)",
-        "tl.maximum({a}, {b})",
-        "tl.reduce({x}, 1, lib.maximum)",
-    ),
-    "min": Combine(
-        "float('inf')",
-        "max",
-        f"tl.minimum({{a}}, {{b}}, {NAN_ALL})",
-        "tl.reduce({x}, 1, lib.minimum_nan)",
-        "tl.minimum({a}, {b})",
-        "tl.reduce({x}, 1, lib.minimum)",
-    ),
-    "any": Combine("0", 0, "tl.maximum({a}, {b})", "tl.reduce({x}, 1, lib.maximum)"),
-    "all": Combine("1", 1, "tl.minimum({a}, {b})", "tl.reduce({x}, 1, lib.minimum)"),
-}
 # The flat column number of every lane, for argmax/argmin.
 COL_INDEX = "col_index = tl.broadcast_to(cols, [XBLOCK, RBLOCK]).to(tl.int64)"
 
@@ -93,9 +42,6 @@ INT_LIMITS = {
 }
 
 
-SPLITTABLE = frozenset({"sum", "prod", "max", "min", "any", "all"})
-
-
 def splittable(kernel: Kernel) -> bool:
     """Whether a split reduction can compute the kernel: only row outputs, reductions whose partial
     results combine with the same combine, and no reduction that reads another's result."""
@@ -103,7 +49,7 @@ def splittable(kernel: Kernel) -> bool:
     reductions = [n for n in kernel.computed if is_reduction(n)]
     if any(not is_reduction(m) and same_shape(meta(m).shape, space.shape) for m in kernel.members):
         return False
-    if any(REDUCTION_BY_OVERLOAD[r.target].kind not in SPLITTABLE for r in reductions):
+    if not all(kind_of(r).splittable for r in reductions):
         return False
     computed = set(kernel.computed)
     for reduction in reductions:
@@ -204,16 +150,14 @@ class RowBuilder(Builder):
             raise NotImplementedError(f"{node.name} reduces in another space than its kernel")
         if index != self.row_index(meta(node).shape):
             raise ReadAtAnotherRow(node, index)
-        op = REDUCTION_BY_OVERLOAD[node.target]
+        kind = kind_of(node)
         out = meta(node)
         source = reduction_input(node)
-        if op.kind == "var":
-            return self.variance(node, source), value_dtype(out.dtype)
-        if op.kind in ("argmax", "argmin"):
-            return self.arg_reduction(op.kind, source), torch.int64
-        accumulate = accumulate_dtype(op.kind, out.dtype)
+        if kind.emitter is not None:
+            return getattr(self, kind.emitter)(node, source, kind.name)
+        accumulate = kind.accumulates(out.dtype)
         self.current = node
-        result = self.reduce(op.kind, source, accumulate)
+        result = self.reduce(kind.name, source, accumulate)
         if self.stage == "split_partials":
             pointer = self._partials(node, accumulate)
             self.body.append(
@@ -221,10 +165,10 @@ class RowBuilder(Builder):
             )
         held = value_dtype(out.dtype)
         made = self.made(self.cast(result, accumulate, arithmetic_dtype(out.dtype)), out.dtype)
-        return (self.emit(op.kind, made) if made != result else result), held
+        return (self.emit(kind.name, made) if made != result else result), held
 
     def _identity(self, kind: str, dtype: torch.dtype) -> str:
-        combine = KINDS[kind]
+        combine = KINDS[kind].combine
         if dtype.is_floating_point:
             identity = miscompiles.rewrite("reduction_identity", combine.identity, kind=kind)
             return f"tl.full([XBLOCK, RBLOCK], {identity}, {triton_name(dtype)})"
@@ -248,8 +192,9 @@ class RowBuilder(Builder):
             loaded = self.emit("partial", f"tl.load({pointer} + cols * num_rows + rows, mask=mask)")
             return self.emit("masked", f"tl.where(mask, {loaded}, {self._identity(kind, dtype)})")
         name, held = self.value(source, self.full_index())
-        value = self.cast(name, held, torch.bool) if kind in ("any", "all") else name
-        value = self.cast(value, torch.bool if kind in ("any", "all") else held, dtype)
+        truth = KINDS[kind].reads_truth
+        value = self.cast(name, held, torch.bool) if truth else name
+        value = self.cast(value, torch.bool if truth else held, dtype)
         return self.emit("masked", f"tl.where(mask, {value}, {self._identity(kind, dtype)})")
 
     def reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> str:
@@ -261,7 +206,7 @@ class RowBuilder(Builder):
         return self.reduced[key]
 
     def _reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> str:
-        rule = KINDS[kind]
+        rule = KINDS[kind].combine
         combine, finish = rule.combine, rule.finish
         if not dtype.is_floating_point:
             combine, finish = rule.int_combine or combine, rule.int_finish or finish
@@ -281,7 +226,7 @@ class RowBuilder(Builder):
         self.levels[name] = 1
         return name
 
-    def arg_reduction(self, kind: str, source: fx.Node) -> str:
+    def arg_reduction(self, node: fx.Node, source: fx.Node, kind: str) -> tuple[str, torch.dtype]:
         combine = f"lib.{kind}_combine"
         dtype = arithmetic_dtype(meta(source).dtype)
         identity = self._identity("max" if kind == "argmax" else "min", dtype)
@@ -304,9 +249,9 @@ class RowBuilder(Builder):
                     f"{best}, {best_index} = {combine}({best}, {best_index}, {values}, {indices})"
                 )
             pair = self._row("pair", f"tl.reduce(({best}, {best_index}), 1, {combine})")
-        return self._row(kind, f"{pair}[1][:, None]")
+        return self._row(kind, f"{pair}[1][:, None]"), torch.int64
 
-    def variance(self, node: fx.Node, source: fx.Node) -> str:
+    def variance(self, node: fx.Node, source: fx.Node, kind: str) -> tuple[str, torch.dtype]:
         # Two passes (never E[x^2] - E[x]^2): the mean, then the sum of squared deviations from it. The
         # mean is taken relative to the row's first value (K + sum(x - K) / n), so a row of equal values
         # has exactly the mean of its values and a variance of exactly 0, as eager's Welford gives: a
@@ -321,7 +266,7 @@ class RowBuilder(Builder):
         mean = self._row("mean", f"{shift} + {offsets} / num_cols")
         squares = self._row_sum("squares", source, dtype, lambda x: f"({x} - {mean}) * ({x} - {mean})")
         variance = f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)"
-        return self._row("var", self.made(variance, meta(node).dtype))
+        return self._row("var", self.made(variance, meta(node).dtype)), dtype
 
     def _row_sum(self, stem: str, source: fx.Node, dtype: torch.dtype, term) -> str:
         """The sum over the row's columns of `term(x)`, x being the source's value held in `dtype`."""
@@ -437,14 +382,3 @@ def contiguous_rows(kernel: Kernel) -> bool:
             kept = [value.stride(d) for d in space.kept if not same(space.shape[d], 1)]
             return not reduced or not kept or min(reduced) <= min(kept)
     return True
-
-
-def emitter_source(kind: str) -> str:
-    """The source of what emits a reduction `kind` of its own (var, argmax, argmin), beyond the shared
-    combine rules: a validation fingerprint hashes it, so editing it makes the op's entries stale."""
-    methods = {
-        "var": (RowBuilder.variance, RowBuilder._row_sum),
-        "argmax": (RowBuilder.arg_reduction,),
-        "argmin": (RowBuilder.arg_reduction,),
-    }.get(kind, ())
-    return "\n".join(inspect.getsource(method) for method in methods)

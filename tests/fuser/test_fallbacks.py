@@ -12,9 +12,9 @@ import torch
 from torch import fx
 
 import fuser
-import fuser.compiler
-import fuser.runtime
+import fuser.generation
 from fuser.partition import lowering_obstacle
+from fuser.runtime import kernel_cache, kernel_step
 
 
 def test_an_unlowered_op_runs_eager_between_kernels_with_a_logged_reason(caplog, device):
@@ -88,14 +88,14 @@ def _broken_codegen(kernel):
 
 
 def test_a_codegen_failure_raises_when_strict(monkeypatch, device):
-    monkeypatch.setattr(fuser.compiler, "generate", _broken_codegen)
+    monkeypatch.setattr(fuser.generation, "generate", _broken_codegen)
     x = torch.randn(8, device=device)
     with pytest.raises(Exception, match="planted codegen failure"):
         fuser.compile(lambda t: torch.sin(t) + 1.0, strict=True)(x)
 
 
 def test_a_codegen_failure_falls_back_to_eager_with_a_warning_when_not_strict(monkeypatch, caplog, device):
-    monkeypatch.setattr(fuser.compiler, "generate", _broken_codegen)
+    monkeypatch.setattr(fuser.generation, "generate", _broken_codegen)
     x = torch.randn(8, device=device)
     with caplog.at_level(logging.WARNING, logger="fuser"):
         out = fuser.compile(lambda t: torch.sin(t) + 1.0, strict=False)(x)
@@ -109,7 +109,7 @@ def test_a_kernel_that_fails_to_launch_runs_its_nodes_eagerly_when_not_strict(mo
     def broken_load(source, interpreted):
         raise RuntimeError("planted launch failure")
 
-    monkeypatch.setattr(fuser.runtime, "load_kernel", broken_load)
+    monkeypatch.setattr(kernel_cache, "load_kernel", broken_load)
     x = torch.randn(8, 3, device=device)
     compiled = fuser.compile(lambda t: torch.cos(t) * 2.0, strict=False)
     with caplog.at_level(logging.WARNING, logger="fuser"):
@@ -182,7 +182,7 @@ def test_a_kernel_fed_a_size_other_than_recorded_is_never_wrong(caught_by):
 def test_a_horizontal_kernel_fed_sizes_other_than_planned_runs_eagerly():
     # The launch's check in a horizontal kernel too: two index_selects planned for one row each, fed
     # four at run time (the sizes eager steps make are not what the trace recorded).
-    from fuser.runtime import HorizontalStep
+    from fuser.runtime.horizontal_step import HorizontalStep
 
     aten = torch.ops.aten
 
@@ -209,7 +209,7 @@ def test_a_kernel_after_one_that_fell_back_for_its_sizes_is_checked_too():
 
     a = torch.randn(37, 7)
     compiled = _traced_and_compiled(program, a, torch.tensor([3]))
-    assert sum(isinstance(step, fuser.runtime.KernelStep) for step in compiled.steps) == 2
+    assert sum(isinstance(step, kernel_step.KernelStep) for step in compiled.steps) == 2
     indices = torch.tensor([3, 5, 3, 0])
     for got, want in zip(compiled([a, indices]), program(a, indices), strict=True):
         torch.testing.assert_close(got, want)

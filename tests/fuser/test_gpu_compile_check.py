@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 import fuser
-import fuser.runtime
 from fuser import gpu_compile_check
 from fuser.codegen import Builder
+from fuser.runtime import launch_config
 
 
 def negated_twice(x):
@@ -74,7 +74,7 @@ LOOPED = {"GPU_PERSISTENT_MAX": 16, "GPU_OUTER_RBLOCK": 4, "GPU_LOOP_RBLOCK": 16
 def test_kernels_compile_for_cuda(program, settings, device, monkeypatch):
     monkeypatch.setenv(gpu_compile_check.CHECK_ENV, "90")
     for name, value in settings.items():
-        monkeypatch.setattr(fuser.runtime, name, value)
+        monkeypatch.setattr(launch_config, name, value)
     # Transposed: the weight gradients reduce over the outer dim of a column-major input.
     x = torch.randn(7, 150, device=device).t().requires_grad_()
     w = torch.randn(7, device=device, requires_grad=True)

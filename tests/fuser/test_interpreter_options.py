@@ -6,7 +6,7 @@ import torch
 from triton.runtime import interpreter
 
 import fuser
-from fuser import runtime
+from fuser.runtime import launch_config
 
 
 def test_the_interpreter_skips_its_dead_overflow_checks():
@@ -26,10 +26,14 @@ def test_short_rows_go_many_to_an_interpreted_program_and_long_rows_still_loop()
     # longer than CPU_MAX_BLOCK is still looped (what the suite's long rows check on the CPU).
     report = fuser.explain(lambda t: t.amax(-1), torch.randn(5, 3), fuser_options={"unvalidated": "fuse"})
     (kernel,) = report.kernels
-    short = runtime.choose_config([kernel], {"num_rows": 1823 * 781, "num_cols": 3}, interpreted=True)
-    assert short.blocks["XBLOCK"] * short.blocks["RBLOCK"] == runtime.CPU_ROW_ELEMENTS > runtime.CPU_MAX_BLOCK
-    assert short.grid == (87,)
-    long = runtime.choose_config(
-        [kernel], {"num_rows": 3, "num_cols": runtime.CPU_MAX_BLOCK + 1}, interpreted=True
+    short = launch_config.choose_config([kernel], {"num_rows": 1823 * 781, "num_cols": 3}, interpreted=True)
+    assert (
+        short.blocks["XBLOCK"] * short.blocks["RBLOCK"]
+        == launch_config.CPU_ROW_ELEMENTS
+        > launch_config.CPU_MAX_BLOCK
     )
-    assert long.variant == 1 and long.blocks["RBLOCK"] < runtime.CPU_MAX_BLOCK  # the looped variant
+    assert short.grid == (87,)
+    long = launch_config.choose_config(
+        [kernel], {"num_rows": 3, "num_cols": launch_config.CPU_MAX_BLOCK + 1}, interpreted=True
+    )
+    assert long.variant == 1 and long.blocks["RBLOCK"] < launch_config.CPU_MAX_BLOCK  # the looped variant

@@ -9,20 +9,20 @@ import sys
 import torch
 
 import fuser
-from fuser import runtime
+from fuser.runtime import kernel_cache
 
 
 def test_processes_share_one_kernel_folder_and_a_kernel_is_written_once(tmp_path, monkeypatch):
-    here = runtime._kernel_dir()
+    here = kernel_cache.kernel_dir()
     other = subprocess.run(
-        [sys.executable, "-c", "from fuser import runtime; print(runtime._kernel_dir())"],
+        [sys.executable, "-c", "from fuser.runtime import kernel_cache; print(kernel_cache.kernel_dir())"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     assert str(here) == other
     monkeypatch.setenv("FUSER_KERNEL_DIR", str(tmp_path))
-    runtime._kernel_dir.cache_clear()
+    kernel_cache.kernel_dir.cache_clear()
     try:
         for _ in range(2):  # the second compile (kernel cache cleared) finds the file and keeps it
             fuser.clear_kernel_cache()
@@ -31,4 +31,4 @@ def test_processes_share_one_kernel_folder_and_a_kernel_is_written_once(tmp_path
         assert len(list(tmp_path.glob("*.py"))) == 1
         assert not list(tmp_path.glob("*.tmp"))
     finally:
-        runtime._kernel_dir.cache_clear()
+        kernel_cache.kernel_dir.cache_clear()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import triton.language.extra.libdevice as triton_libdevice
 
-import fuser.interpreter_libdevice as interpreter_libdevice
+import fuser.interpreter.libdevice as interpreter_libdevice
 import fuser.kernel_lib
 import fuser.ops
 
@@ -25,7 +25,7 @@ def test_every_libdevice_function_the_kernels_call_exists_in_triton_and_in_the_i
     missing_on_gpu = sorted(n for n in called if not hasattr(triton_libdevice, n))
     missing_in_shim = sorted(n for n in called if not hasattr(interpreter_libdevice, n))
     assert missing_on_gpu == [], f"not in triton.language.extra.libdevice: {missing_on_gpu}"
-    assert missing_in_shim == [], f"not in fuser.interpreter_libdevice: {missing_in_shim}"
+    assert missing_in_shim == [], f"not in fuser.interpreter.libdevice: {missing_in_shim}"
 
 
 def test_the_interpreter_shim_offers_only_functions_triton_has():

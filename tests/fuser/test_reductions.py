@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from shared_checks import fused_matches_eager
 
 import fuser
-import fuser.runtime
+from fuser.runtime import launch_config
 
 
 def softmax(x):
@@ -135,7 +135,7 @@ def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole
     args = {softmax: (x,), rms_norm: (x, w), add_layer_norm: (x, r, w, w)}[program]
     (kernel,) = fused_matches_eager(program, *args, atol=1e-5, rtol=1e-4).kernels
     assert kernel.row_inputs == whole_inputs
-    config = fuser.runtime.choose_config([kernel], {"num_rows": 16384, "num_cols": 4096}, interpreted=False)
+    config = launch_config.choose_config([kernel], {"num_rows": 16384, "num_cols": 4096}, interpreted=False)
     assert config.warps == gpu_warps
 
 
@@ -182,8 +182,8 @@ def test_a_row_of_equal_values_has_a_variance_of_exactly_zero_and_std_a_zero_gra
     # of ~1e-13, and std's gradient there was 1 / (2 * std) times that rounding (2.67), where eager's
     # Welford gives exactly 0 and std's backward masks it to 0.
     if variant == "looped":
-        monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)
-        monkeypatch.setattr(fuser.runtime, "GPU_PERSISTENT_MAX", 64)
+        monkeypatch.setattr(launch_config, "CPU_MAX_BLOCK", 64)
+        monkeypatch.setattr(launch_config, "GPU_PERSISTENT_MAX", 64)
     values = torch.tensor([2.9, 0.1, -1 / 3, 7.77, 1e4 + 0.3], device=device)
     for columns in (3, 7, 300) if variant == "persistent" else (65, 300):
         torch._dynamo.reset()  # static sizes each time (a dynamic backward runs its SymFloat scale eagerly)
@@ -323,8 +323,8 @@ def _loop_locals_read_after_their_loop(source: str) -> set[str]:
 
 def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypatch):
     # Force the looped variant on small rows, in the interpreter and on a GPU.
-    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 64)
-    monkeypatch.setattr(fuser.runtime, "GPU_PERSISTENT_MAX", 64)
+    monkeypatch.setattr(launch_config, "CPU_MAX_BLOCK", 64)
+    monkeypatch.setattr(launch_config, "GPU_PERSISTENT_MAX", 64)
     x = torch.randn(5, 300, device=device)
     programs = [lambda t: t.logsumexp(1), softmax, lambda t: torch.var_mean(t, 1), lambda t: t.max(1)]
     for program in programs:
@@ -335,8 +335,8 @@ def test_looped_kernels_read_no_loop_local_value_after_its_loop(device, monkeypa
 
 
 def test_a_full_reduction_of_a_large_tensor_splits_into_two_stages(device, monkeypatch):
-    monkeypatch.setattr(fuser.runtime, "SPLIT_MIN_COLS", 1000)  # split at test sizes too
-    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 256)  # rows longer than a block: looped, then split
+    monkeypatch.setattr(launch_config, "SPLIT_MIN_COLS", 1000)  # split at test sizes too
+    monkeypatch.setattr(launch_config, "CPU_MAX_BLOCK", 256)  # rows longer than a block: looped, then split
     x = torch.randn(3000, 7, device=device)
     report = fused_matches_eager(
         lambda t: (t.sum(), t.amax(), t.amin(), (t > 0).all(), (t > 3).any(), (t * 0.001 + 1).prod()),
@@ -349,8 +349,8 @@ def test_a_full_reduction_of_a_large_tensor_splits_into_two_stages(device, monke
 
 
 def test_tall_column_reductions_split_and_layer_norm_gradients_stay_right(device, monkeypatch):
-    monkeypatch.setattr(fuser.runtime, "SPLIT_MIN_COLS", 1000)
-    monkeypatch.setattr(fuser.runtime, "CPU_MAX_BLOCK", 256)
+    monkeypatch.setattr(launch_config, "SPLIT_MIN_COLS", 1000)
+    monkeypatch.setattr(launch_config, "CPU_MAX_BLOCK", 256)
     x, w, b = (torch.randn(s, device=device, requires_grad=True) for s in [(3000, 40), (40,), (40,)])
     grad = torch.randn(3000, 40, device=device)
     fused = torch.autograd.grad(fuser.compile(layer_norm, strict=True)(x, w, b), (x, w, b), grad)

@@ -169,7 +169,7 @@ def test_fingerprints_follow_the_lowering(monkeypatch):
 def test_cpu_fingerprints_follow_what_the_interpreters_stand_ins_compute_with(monkeypatch):
     # The interpreter's libdevice stand-ins share one wrapper's source: swapping the NumPy function
     # behind exp (what i0e calls) must still change the fingerprint, on the cpu only.
-    from fuser import interpreter_libdevice
+    from fuser.interpreter import libdevice as interpreter_libdevice
 
     before = {arch: compute_fingerprint("aten.special_i0e.default", arch) for arch in ("cpu", "sm_90")}
     monkeypatch.setattr(interpreter_libdevice, "exp", interpreter_libdevice._elementwise(np.exp))

@@ -1,0 +1,133 @@
+"""Launch configuration: the block sizes, grid and warps a kernel is launched with, chosen from its sizes.
+
+The settings are module constants, read at each choice, so a benchmark or a test can sweep them
+(`setattr(launch_config, "GPU_BLOCK", 256)`) without touching the code that reads them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+import triton
+
+if TYPE_CHECKING:
+    from fuser.codegen import KernelSource
+
+GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
+GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
+GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
+GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
+GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
+# Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
+SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
+# A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
+# on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
+# (two) at 16 (docs/gpu-runs.md).
+GPU_ELEMENTS_PER_WARP = 512
+# The interpreter runs each program in Python: few large blocks beat many small ones.
+CPU_MAX_BLOCK = 2**14
+# Elements a row kernel's program holds (XBLOCK rows of a whole row) under the interpreter: its Python
+# overhead is per program, so short rows go many to a program (the rows that fit one block are still
+# those of CPU_MAX_BLOCK: a longer row is looped, as the conformance suite's long rows check).
+CPU_ROW_ELEMENTS = 2**16
+
+
+@functools.cache
+def gpu_compile_options() -> dict[str, Any]:
+    """Triton compile options for every GPU launch. Triton links libdevice flushing float32 subnormals to
+    zero by default (`enable_reflect_ftz`); eager's CUDA kernels keep them, so the fuser turns that off
+    where the backend has the option (NVIDIA's, Triton 3.6 to 3.9). Measured on the H100: it cost nothing
+    (docs/gpu-runs.md)."""
+    if torch.version.hip is not None:
+        return {}
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return {}
+    return {"enable_reflect_ftz": False} if "enable_reflect_ftz" in CUDAOptions.__dataclass_fields__ else {}
+
+
+def launch_options(blocks: dict[str, int], warps: int, interpreted: bool) -> dict[str, Any]:
+    """A launch's keyword arguments: its block sizes and, on a GPU, its warps and compile options."""
+    return dict(blocks) if interpreted else {**blocks, "num_warps": warps, **gpu_compile_options()}
+
+
+def pointwise_options(block: int, interpreted: bool) -> dict[str, Any]:
+    """A pointwise or horizontal kernel's launch options for blocks of `block` elements."""
+    return launch_options({"BLOCK": block}, GPU_WARPS, interpreted)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Which variant to launch, with which block sizes, grid and warps (and a second stage if split)."""
+
+    variant: int
+    blocks: dict[str, int]
+    grid: tuple[int, ...]
+    warps: int
+    ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
+    then: Config | None = None  # a split reduction's second stage
+
+
+def _pow2(n: int) -> int:
+    return triton.next_power_of_2(max(n, 1))
+
+
+def pointwise_block(numel: int, interpreted: bool) -> int:
+    """The elements per program of a pointwise kernel over `numel` (or a horizontal one's largest part)."""
+    return min(CPU_MAX_BLOCK, _pow2(numel)) if interpreted else GPU_BLOCK
+
+
+def choose_config(variants: list[KernelSource], ints: dict[str, int], interpreted: bool) -> Config:
+    """Block sizes from the sizes: a persistent row kernel when a row fits one block, else looped,
+    and a split into two stages when too few rows would leave most of the GPU idle on long rows."""
+    if variants[0].kind == "pointwise":
+        numel = ints["numel"]
+        block = pointwise_block(numel, interpreted)
+        return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), GPU_WARPS)
+    rows, cols = ints["num_rows"], ints["num_cols"]
+    whole_row = _pow2(cols)
+    if interpreted:
+        persistent, rblock = whole_row <= CPU_MAX_BLOCK, CPU_MAX_BLOCK // 4
+        xblock = min(_pow2(rows), max(1, CPU_ROW_ELEMENTS // (whole_row if persistent else rblock)))
+    elif variants[0].contiguous_rows:
+        persistent, rblock = whole_row <= GPU_PERSISTENT_MAX, GPU_LOOP_RBLOCK
+        xblock = min(_pow2(rows), max(1, GPU_ROW_ELEMENTS // whole_row)) if persistent else 1
+    else:
+        persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
+        xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
+    rblock = whole_row if persistent else rblock
+    held = xblock * rblock
+    if persistent and variants[0].contiguous_rows:
+        held *= max(1, variants[0].row_inputs)
+    warps = min(16, max(4, _pow2(held // GPU_ELEMENTS_PER_WARP)))  # Triton takes powers of two
+    programs = triton.cdiv(rows, xblock)
+    if (
+        len(variants) > 2
+        and not persistent
+        and 0 < programs < SPLIT_BELOW_PROGRAMS
+        and cols >= SPLIT_MIN_COLS
+    ):
+        splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))
+        split_size = triton.cdiv(triton.cdiv(cols, splits), rblock) * rblock
+        splits = triton.cdiv(cols, split_size)
+        combine_x = min(_pow2(rows), max(1, 4096 // _pow2(splits)))
+        second = Config(
+            3,
+            {"XBLOCK": combine_x, "RBLOCK": _pow2(splits)},
+            (triton.cdiv(rows, combine_x),),
+            4,
+            {"num_splits": splits},
+        )
+        return Config(
+            2,
+            {"XBLOCK": xblock, "RBLOCK": rblock},
+            (programs, splits),
+            warps,
+            {"split_size": split_size},
+            second,
+        )
+    return Config(0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps)
