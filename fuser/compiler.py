@@ -187,6 +187,13 @@ def compile_graph(
     graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool = False
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
+    with miscompiles.compiling():  # testing only: a planted kind, read once for this compile
+        return _compile(graph_module, example_inputs, options, backward)
+
+
+def _compile(
+    graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool
+) -> CompiledGraph:
     graph = capture(graph_module, backward)
     binder = SizeBinder(graph)
     plan, generated = plan_and_generate(graph, options, set(binder.symbols))

@@ -23,11 +23,13 @@ Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind 
 - `view_args`: a view's bound arguments, before its index is mapped to its source's (context: node).
 - `graph`: the aten graph before partitioning (context: backward).
 
-The kind is read at each compile, so a test may set the variable in-process between compiles.
+The kind is read once as each compile starts (`compiling`), so a test may set the variable in-process
+between compiles; codegen's hooks read only what that compile holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -316,24 +318,36 @@ for _name, _kind in KINDS.items():
         )
 
 
-# Set while the fuser generates kernels for itself (fingerprints' probes): a planted miscompile is for
-# the kernels a program runs, never for the fingerprints that say which ops are validated.
-_off: ContextVar[bool] = ContextVar("fuser_miscompiles_off", default=False)
+# The kind planted for the compile in progress: read from the environment once, as it starts
+# (`compiling`), so a test may switch it between compiles, and codegen's hooks never read the environment.
+# None when nothing is planted, and inside `off()`: the fuser generating kernels for itself (fingerprints'
+# probes) never plants one, since those say which ops are validated.
+_active: ContextVar[Miscompile | None] = ContextVar("fuser_miscompile", default=None)
+_argument: ContextVar[str | None] = ContextVar("fuser_miscompile_argument", default=None)
 
 
 @contextmanager
-def off() -> Iterator[None]:
-    token = _off.set(True)
+def _holding(kind: Miscompile | None, argument: str | None) -> Iterator[None]:
+    tokens = _active.set(kind), _argument.set(argument)
     try:
         yield
     finally:
-        _off.reset(token)
+        _active.reset(tokens[0])
+        _argument.reset(tokens[1])
+
+
+def compiling() -> contextlib.AbstractContextManager[None]:
+    """For one compile: the planted kind, if the environment names one, is what `rewrite` applies."""
+    chosen = planted()
+    return _holding(None, None) if chosen is None else _holding(KINDS[chosen[0]], chosen[1])
+
+
+def off() -> contextlib.AbstractContextManager[None]:
+    return _holding(None, None)
 
 
 def planted() -> tuple[str, str | None] | None:
-    """The planted kind and its argument, or None (the default: no miscompile)."""
-    if _off.get():
-        return None
+    """The kind the environment plants and its argument, or None (the default: no miscompile)."""
     text = os.environ.get(ENV, "")
     if not text and os.environ.get(WRONG_LOWERING_ENV):
         text = f"wrong_lowering:{os.environ[WRONG_LOWERING_ENV]}"
@@ -351,10 +365,10 @@ def planted() -> tuple[str, str | None] | None:
 
 
 def rewrite(point: str, value: Any, **context: Any) -> Any:
-    """`value`, changed by the planted miscompile if it hooks `point`; unchanged otherwise."""
-    chosen = planted()
-    if chosen is None:
+    """`value`, changed by the kind planted for this compile if it hooks `point`; unchanged otherwise.
+    One context-variable read when nothing is planted."""
+    kind = _active.get()
+    if kind is None:
         return value
-    name, argument = chosen
-    change = KINDS[name].hooks.get(point)
-    return value if change is None else change(value, argument, **context)
+    change = kind.hooks.get(point)
+    return value if change is None else change(value, _argument.get(), **context)
