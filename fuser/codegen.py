@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
-from fuser import miscompiles
+from fuser import ir, miscompiles
 from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
@@ -142,30 +141,20 @@ def _render_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None
     return f"tl.full([], {cast!r}, {name})"
 
 
-def unflatten(flat: str, dims, shape, prefix: str) -> list[str]:
-    """Lines turning the flat position `flat` into one index per dim of `dims` (row-major, size-1 dims
-    skipped): `{prefix}{d}`, with `size{d}` the runtime size of dim d."""
+def unflatten(flat: str, dims, shape, prefix: str, level: int) -> list[ir.Assign]:
+    """Assignments turning the flat position `flat` into one index per dim of `dims` (row-major, size-1
+    dims skipped): `{prefix}{d}`, with `size{d}` the runtime size of dim d."""
     lines, rest = [], flat
     live = [d for d in dims if not same(shape[d], 1)]
     for position, d in enumerate(reversed(live)):
         if position == len(live) - 1:
-            lines.append(f"{prefix}{d} = {rest}")
+            lines.append(ir.Assign(f"{prefix}{d}", ir.name(rest), level))
         else:
-            lines.append(f"{prefix}{d} = {rest} % size{d}")
-            lines.append(f"{prefix}rest{d} = {rest} // size{d}")
+            size = f"size{d}"
+            lines.append(ir.Assign(f"{prefix}{d}", ir.over(f"{rest} % {size}", rest, size), level))
+            lines.append(ir.Assign(f"{prefix}rest{d}", ir.over(f"{rest} // {size}", rest, size), level))
             rest = f"{prefix}rest{d}"
     return lines
-
-
-def live_lines(lines: list[str], uses: list[str]) -> list[str]:
-    """The assignments among `lines` that `uses` (or a kept line) read: unused index math is dropped."""
-    kept, text = [], "\n".join(uses)
-    for line in reversed(lines):
-        target = line.split(" = ")[0]
-        if re.search(rf"\b{target}\b", text):
-            kept.append(line)
-            text += "\n" + line
-    return kept[::-1]
 
 
 class Builder:
@@ -173,7 +162,8 @@ class Builder:
 
     Each temporary has a *level*: 0 for a scalar, 1 for a value per row (row kernels), 2 for a value
     per element. The level picks the mask of a load or store and, in looped row kernels, which
-    temporaries live only inside a loop.
+    temporaries live only inside a loop. The body is a list of `fuser.ir` statements: every expression
+    is made from its operands and knows what it reads, so levels and liveness come from those records.
     """
 
     def __init__(self, kernel: Kernel):
@@ -181,8 +171,8 @@ class Builder:
         self.rank = len(kernel.shape)
         self.int64 = needs_int64(kernel)
         self.params: dict[str, Arg] = {}
-        self.body: list[str] = []
-        self.values: dict[tuple[fx.Node, Index], tuple[str, torch.dtype]] = {}
+        self.body: list[ir.Statement] = []
+        self.values: dict[tuple[fx.Node, Index], tuple[ir.Expr, torch.dtype]] = {}
         self.inputs: dict[fx.Node, str] = {}
         self.flat_inputs: list[fx.Node] = []
         self.names: Counter[str] = Counter()
@@ -199,23 +189,22 @@ class Builder:
         self.params.setdefault(hint, Arg("int", value=value))
         return hint
 
-    def emit(self, stem: str, expr: str) -> str:
+    def emit(self, stem: str, expr: ir.Expr) -> ir.Expr:
         name = self.fresh(stem)
-        self.body.append(f"{name} = {expr}")
-        self.levels[name] = self.level(expr)
-        return name
+        level = self.level(expr)
+        self.body.append(ir.Assign(name, expr, level))
+        self.levels[name] = level
+        return ir.name(name)
 
-    def index_temp(self, expr: str) -> str:
-        return self.emit("idx", expr)
+    def index_temp(self, expr: ir.Expr) -> str:
+        return self.emit("idx", expr).text
 
-    def level(self, expr: str) -> int:
-        """The level of an expression: the highest level of the names it reads (a keyword argument's name,
-        such as `mask=` in a load masked by `row_mask`, is not read)."""
-        names = re.findall(r"\b[A-Za-z_]\w*\b(?!\s*=(?!=))", expr)
-        return max((self.levels.get(token, 0) for token in names), default=0)
+    def level(self, expr: ir.Expr) -> int:
+        """The level of an expression: the highest level of the names it reads."""
+        return max((self.levels.get(name, 0) for name in expr.reads), default=0)
 
-    def mask_for(self, level: int) -> str:
-        return ", mask=mask" if level > 0 else ""
+    def mask_for(self, level: int) -> ir.Expr:
+        return ir.over(", mask=mask", "mask") if level > 0 else ir.Expr("")
 
     def load_hints(self, level: int) -> str:
         """Cache hints for a load at `level` (none in a pointwise kernel)."""
@@ -225,21 +214,22 @@ class Builder:
         """One index per output dimension (size-1 dimensions read index 0)."""
         return tuple("0" if same(size, 1) else f"i{d}" for d, size in enumerate(self.kernel.shape))
 
-    def domain_index_lines(self) -> list[str]:
-        """Lines that turn the flat offset into the domain index (row-major), innermost first."""
-        return unflatten("offset", range(self.rank), self.kernel.shape, "i")
+    def domain_index_lines(self) -> list[ir.Assign]:
+        """Assignments that turn the flat offset into the domain index (row-major), innermost first."""
+        return unflatten("offset", range(self.rank), self.kernel.shape, "i", 2)
 
-    def address(self, pointer: str, index: Index | None, shape, stride_arg) -> str:
+    def address(self, pointer: str, index: Index | None, shape, stride_arg) -> ir.Expr:
         """`pointer` plus the element offset of `index`; None means the flat offset."""
         if index is None:
-            return f"{pointer} + offset"
-        terms = []
+            return ir.over(f"{pointer} + offset", pointer, "offset")
+        terms, reads = [], [pointer]
         for d, i in enumerate(index):
             if i != "0" and not same(shape[d], 1):
                 stride = f"{pointer.removesuffix('_ptr')}_stride{d}"
                 self.params[stride] = stride_arg(d)
                 terms.append(f"{i} * {stride}")
-        return f"{pointer} + {' + '.join(terms)}" if terms else pointer
+                reads += [i, stride]
+        return ir.over(f"{pointer} + {' + '.join(terms)}" if terms else pointer, *reads)
 
     def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
         value = meta(node)
@@ -250,7 +240,7 @@ class Builder:
         )
 
     # --- values ---
-    def load(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def load(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         value = meta(node)
         if node not in self.inputs:
             self.inputs[node] = f"in{len(self.inputs)}"
@@ -265,10 +255,11 @@ class Builder:
         )
         held = value_dtype(value.dtype)
         level = self.level(address)
-        loaded = f"tl.load({address}{self.mask_for(level)}{self.load_hints(level)})"
+        mask = self.mask_for(level)
+        loaded = ir.over(f"tl.load({address}{mask}{self.load_hints(level)})", address, mask)
         return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
 
-    def value(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def value(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
         if node not in self.computed:  # testing-only hooks (fuser.miscompiles): no-ops by default
             index = miscompiles.rewrite("leaf_index", index, builder=self, node=node)
@@ -289,7 +280,7 @@ class Builder:
                 self.values[key] = self.pointwise(node, index)
         return self.values[key]
 
-    def view(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def view(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         return self.value(node.all_input_nodes[0], self.view_index(node, index))
 
     def view_index(self, node: fx.Node, index: Index) -> Index:
@@ -308,7 +299,7 @@ class Builder:
         self.names[kind] += 1
         return mapped
 
-    def scatter(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def scatter(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         """A scatter's element: the first of its pieces whose condition holds (`fuser.views.scatter_pieces`).
         Every value stays in the dtype the kernel holds the result in: no rounding at a seam (eager's
         slice gradient and cat are exact there too)."""
@@ -327,15 +318,17 @@ class Builder:
         )
         self.names[kind] += 1
         if not pieces:  # an empty result: the kernel has no element to compute
-            return _constant(0, held), held
+            return ir.Expr(_constant(0, held)), held
         *tried, (_, last, last_index) = pieces
         value = self.cast(*self.value(sources[last], last_index), held)
         for condition, source, at in reversed(tried):
             read = self.cast(*self.value(sources[source], at), held)
-            value = self.emit(kind, f"tl.where({condition}, {read}, {value})")
+            value = self.emit(
+                kind, ir.over(f"tl.where({condition}, {read}, {value})", condition, read, value)
+            )
         return value, held
 
-    def made(self, expr: str, dtype: torch.dtype) -> str:
+    def made(self, expr: ir.Expr, dtype: torch.dtype) -> ir.Expr:
         """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half
         dtype rounded to its precision here. Kept in float32 instead, a value rounded on one path (a store
         and reload, a clone, a cast) and not on another made exact cancellations leave a residue:
@@ -345,21 +338,21 @@ class Builder:
             return self.cast(self.cast(expr, computed, dtype), dtype, value_dtype(dtype))
         return self.cast(expr, computed, value_dtype(dtype))
 
-    def cast(self, expr: str, held: torch.dtype, want: torch.dtype) -> str:
+    def cast(self, expr: ir.Expr, held: torch.dtype, want: torch.dtype) -> ir.Expr:
         """`expr`, of dtype `held`, converted to `want`. bfloat16 converts through its bits, as on a GPU:
         Triton's interpreter flushes bfloat16 subnormals to zero and truncates rather than rounds."""
         if held == want:
             return expr
         if held == torch.bfloat16:
-            return self.cast(f"lib.widen_bf16({expr})", torch.float32, want)
+            return self.cast(ir.over(f"lib.widen_bf16({expr})", expr), torch.float32, want)
         if want == torch.bfloat16:
-            return f"lib.narrow_bf16({self.cast(expr, held, torch.float32)})"
-        operand = expr if expr.isidentifier() else f"({expr})"
+            return ir.over(f"lib.narrow_bf16({self.cast(expr, held, torch.float32)})", expr)
+        operand = expr.text if expr.atomic else f"({expr})"
         if want == torch.bool:
-            return f"({operand} != 0)"
-        return f"{operand}.to({triton_name(want)})"
+            return ir.over(f"({operand} != 0)", expr)
+        return ir.over(f"{operand}.to({triton_name(want)})", expr)
 
-    def pointwise(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def pointwise(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         op = POINTWISE_BY_OVERLOAD[node.target]
         out = meta(node)
         bound = bind_arguments(node)
@@ -383,7 +376,7 @@ class Builder:
                     name, held = self.cast(name, held, promoted), promoted
                 operands.append(self.cast(name, held, want))
             else:
-                operands.append(_constant(arg, want, common if typing is Typing.COMMON else None))
+                operands.append(ir.Expr(_constant(arg, want, common if typing is Typing.COMMON else None)))
         attrs = miscompiles.rewrite("pointwise_attrs", {a: bound[a] for a in op.attrs}, node=node)
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype
@@ -394,7 +387,11 @@ class Builder:
             "pointwise_operands", operands, builder=self, node=node, args=args, wants=wants
         )
         render = op.renderer_for([w for w in wants if w is not None])
-        expr = miscompiles.rewrite("pointwise_expr", render(*operands, **attrs), node=node, op=op)
+        texts = [None if o is None else o.text for o in operands]
+        text = miscompiles.rewrite("pointwise_expr", render(*texts, **attrs), node=node, op=op)
+        # A renderer that returns an operand as it is (an integer floor) keeps that operand, a bare name.
+        unchanged = [o for o in operands if o is not None and o.text == text]
+        expr = unchanged[0] if unchanged else ir.over(text, *operands)
         held = value_dtype(out.dtype)
         if op.result is Result.OPERAND:
             # An explicit cast: round to the output dtype here, as eager does, then hold it widened.
@@ -407,14 +404,14 @@ class Builder:
             expr = self.made(expr, out.dtype)
         return self.emit(op.name, expr), held
 
-    def reduction(self, node: fx.Node, index: Index) -> tuple[str, torch.dtype]:
+    def reduction(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         raise NotImplementedError(f"{node.target} is a reduction; only a row kernel computes it")
 
     def ordered_params(self) -> list[str]:
         rank = {"tensor": 0, "partials": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
         return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
 
-    def output_address(self, position: int, node: fx.Node, index: Index | None) -> str:
+    def output_address(self, position: int, node: fx.Node, index: Index | None) -> ir.Expr:
         """Register output `position` and return the address of `index` in it (None: flat)."""
         pointer = f"out{position}_ptr"
         self.params[pointer] = Arg("output", node=node, index=position)
@@ -437,9 +434,14 @@ class PointwiseBuilder(Builder):
         name, held = self.value(node, index)
         flat = self._is_flat(node, index, output_strides(value))
         address = self.output_address(position, node, None if flat else index)
-        if self.level(address) < 2:  # one element (every dim size 1): a block of that address, so the
-            address += " + offset * 0"  # block mask applies (Triton 3.6 rejects a scalar pointer with it)
-        self.body.append(f"tl.store({address}, {self.cast(name, held, value.dtype)}, mask=mask)")
+        if self.level(address) < 2:
+            # One element (every dim size 1): a block of that address, so the block mask applies (Triton
+            # 3.6 rejects a scalar pointer with it).
+            address = ir.over(f"{address} + offset * 0", address, "offset")
+        stored = self.cast(name, held, value.dtype)
+        self.body.append(
+            ir.Effect(ir.over(f"tl.store({address}, {stored}, mask=mask)", address, stored, "mask"))
+        )
 
     def source(self, name: str) -> str:
         # Every value before any store: a member may be stored into a graph input that another member
@@ -452,20 +454,21 @@ class PointwiseBuilder(Builder):
         for size in self.kernel.shape:
             numel = numel * size
         self.int_param("numel", numel)
-        index_lines = live_lines(self.domain_index_lines(), self.body)
+        index_lines = ir.live(self.domain_index_lines(), self.body)
         for d, size in enumerate(self.kernel.shape):
-            if any(re.search(rf"\bsize{d}\b", line) for line in index_lines):
+            if f"size{d}" in ir.reads(index_lines):
                 self.int_param(f"size{d}", size)
         params = self.ordered_params()
         start = "pid.to(tl.int64) * BLOCK" if self.int64 else "pid * BLOCK"
+        bound = miscompiles.rewrite("block_mask", "numel", builder=self)
         lines = [
-            "pid = tl.program_id(0)",
-            f"offset = {start} + tl.arange(0, BLOCK)",
-            f"mask = offset < {miscompiles.rewrite('block_mask', 'numel', builder=self)}",
+            ir.Assign("pid", ir.Expr("tl.program_id(0)"), 0),
+            ir.Assign("offset", ir.over(f"{start} + tl.arange(0, BLOCK)", "pid"), 2),
+            ir.Assign("mask", ir.over(f"offset < {bound}", "offset", "numel"), 2),
             *index_lines,
             *self.body,
         ]
-        return function(name, [*params, "BLOCK: tl.constexpr"], lines)
+        return function(name, [*params, "BLOCK: tl.constexpr"], ir.lines(lines))
 
 
 def function(name: str, params: list[str], lines: list[str]) -> str:

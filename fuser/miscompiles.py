@@ -12,7 +12,7 @@ most, one `rewrite(point, ...)` call at a new place in codegen.
 Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind may change `value`):
 
 - `pointwise_expr`: a pointwise node's rendered expression (context: node, op).
-- `pointwise_operands`: its operand expressions, already cast (context: builder, node, args, wants).
+- `pointwise_operands`: its operands (`fuser.ir.Expr`), already cast (context: builder, node, args, wants).
 - `operand_index`: the index a pointwise node reads an operand at (context: builder, arg, out_shape).
 - `leaf_index`: the index a kernel loads an input at (context: builder, node).
 - `leaf_value`: an input's value at an index, before it is loaded (context: builder, node, index).

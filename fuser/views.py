@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import torch
 
+from fuser import ir
 from fuser.shapes import same, same_shape
 
 Index = tuple[str, ...]
@@ -21,7 +22,7 @@ Index = tuple[str, ...]
 class IndexSink(Protocol):
     def int_param(self, hint: str, value: int) -> str: ...
 
-    def index_temp(self, expr: str) -> str: ...
+    def index_temp(self, expr: ir.Expr) -> str: ...
 
 
 def broadcast_index(index: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
@@ -55,25 +56,28 @@ def _reshape(index, in_shape, out_shape, sink: IndexSink, name: str) -> Index:
         return tuple(source.get(d, "0") for d in range(len(in_shape)))
     out_strides = contiguous_strides(out_shape)
     terms = [
-        f"{i} * {sink.int_param(f'{name}_out_stride{d}', s)}"
+        (i, sink.int_param(f"{name}_out_stride{d}", s))
         for d, (i, s) in enumerate(zip(index, out_strides, strict=True))
         if i != "0"
     ]
     if not terms:
         return tuple("0" for _ in in_shape)
-    flat = sink.index_temp(" + ".join(terms))
+    flat = sink.index_temp(
+        ir.over(" + ".join(f"{i} * {s}" for i, s in terms), *(n for t in terms for n in t))
+    )
     in_strides = contiguous_strides(in_shape)
     result = []
     for d, size in enumerate(in_shape):
         if same(size, 1):
             result.append("0")
             continue
-        quotient = f"{flat} // {sink.int_param(f'{name}_in_stride{d}', in_strides[d])}"
-        result.append(
-            sink.index_temp(
-                quotient if d == 0 else f"({quotient}) % {sink.int_param(f'{name}_in_size{d}', size)}"
-            )
-        )
+        stride = sink.int_param(f"{name}_in_stride{d}", in_strides[d])
+        quotient = f"{flat} // {stride}"
+        if d == 0:
+            result.append(sink.index_temp(ir.over(quotient, flat, stride)))
+        else:
+            in_size = sink.int_param(f"{name}_in_size{d}", size)
+            result.append(sink.index_temp(ir.over(f"({quotient}) % {in_size}", flat, stride, in_size)))
     return tuple(result)
 
 
@@ -124,7 +128,8 @@ def source_index(
         start = torch.sym_min(torch.sym_max(start + size if start < 0 else start, 0), size)
         step = args["step"]
         strided = index[dim] if step == 1 else f"{index[dim]} * {step}"
-        moved = sink.index_temp(f"{sink.int_param(f'{name}_start', start)} + {strided}")
+        first = sink.int_param(f"{name}_start", start)
+        moved = sink.index_temp(ir.over(f"{first} + {strided}", first, index[dim]))
         return (*index[:dim], moved, *index[dim + 1 :])
     if kind == "select":
         dim = _dim(args["dim"], len(in_shape))
@@ -139,7 +144,7 @@ def source_index(
     raise NotImplementedError(f"view kind {kind!r} has no index mapping")
 
 
-Piece = tuple[str | None, int, Index]  # (condition, which source, the index read in it)
+Piece = tuple[ir.Expr | None, int, Index]  # (condition, which source, the index read in it)
 
 
 def scatter_pieces(
@@ -159,13 +164,17 @@ def scatter_pieces(
         step = args["step"]
         # Written positions are start, start + step, ...: as many as src has along dim (`end` is implied).
         count = sink.int_param(f"{name}_count", source_shapes[1][dim])
-        offset = sink.index_temp(f"{index[dim]} - {sink.int_param(f'{name}_start', start)}")
-        taken = offset if step == 1 else sink.index_temp(f"{offset} // {step}")
+        first = sink.int_param(f"{name}_start", start)
+        offset = sink.index_temp(ir.over(f"{index[dim]} - {first}", index[dim], first))
+        taken = offset if step == 1 else sink.index_temp(ir.over(f"{offset} // {step}", offset))
         condition = f"({offset} >= 0) & ({taken} < {count})"
         if step != 1:
             condition += f" & ({offset} % {step} == 0)"
-        clamped = sink.index_temp(f"tl.minimum(tl.maximum({taken}, 0), {count} - 1)")
-        return [(condition, 1, (*index[:dim], clamped, *index[dim + 1 :])), (None, 0, index)]
+        clamped = sink.index_temp(ir.over(f"tl.minimum(tl.maximum({taken}, 0), {count} - 1)", taken, count))
+        return [
+            (ir.over(condition, offset, taken, count), 1, (*index[:dim], clamped, *index[dim + 1 :])),
+            (None, 0, index),
+        ]
     if kind == "cat":  # sources: the tensors, laid end to end along dim
         dim = _dim(args["dim"], len(out_shape))
         pieces, first = [], 0
@@ -174,9 +183,12 @@ def scatter_pieces(
                 continue  # an empty input (cat also takes a 1-d empty tensor of any other rank)
             start = sink.int_param(f"{name}_start{number}", first)
             size = sink.int_param(f"{name}_size{number}", shape[dim])
-            offset = sink.index_temp(f"{index[dim]} - {start}")
-            clamped = sink.index_temp(f"tl.minimum(tl.maximum({offset}, 0), {size} - 1)")
-            pieces.append((f"{offset} < {size}", number, (*index[:dim], clamped, *index[dim + 1 :])))
+            offset = sink.index_temp(ir.over(f"{index[dim]} - {start}", index[dim], start))
+            clamped = sink.index_temp(
+                ir.over(f"tl.minimum(tl.maximum({offset}, 0), {size} - 1)", offset, size)
+            )
+            condition = ir.over(f"{offset} < {size}", offset, size)
+            pieces.append((condition, number, (*index[:dim], clamped, *index[dim + 1 :])))
             first = first + shape[dim]
         if not pieces:
             return []  # every input is empty, so is the result: no element to read

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import fuser
-from fuser import gpu_compile_check
+from fuser import gpu_compile_check, ir
 from fuser.codegen import Builder
 from fuser.runtime import launch_config
 
@@ -127,11 +127,13 @@ def test_a_capability_is_read(value, capability, monkeypatch):
 def test_a_keyword_argument_name_is_not_read_as_a_value():
     # `mask=row_mask` reads the row mask (level 1), not the full mask named `mask` (level 2): read as
     # level 2, a row value was stored after a looped kernel's column loop with `mask`, undefined there.
+    # An expression's level comes from the names it was made from (fuser.ir), never from its text.
     builder = Builder.__new__(Builder)
     builder.levels = {"row_mask": 1, "mask": 2, "r1": 1, "cols": 2}
-    assert builder.level("tl.load(in1_ptr + r1 * in1_stride1, mask=row_mask)") == 1
-    assert builder.level("tl.load(in1_ptr + r1 + cols, mask=mask)") == 2
-    assert builder.level("tl.where(mask == 0, r1, 0)") == 2
+    row_load = ir.over("tl.load(in1_ptr + r1 * in1_stride1, mask=row_mask)", "in1_ptr", "r1", "row_mask")
+    assert builder.level(row_load) == 1
+    assert builder.level(ir.over("tl.load(in1_ptr + r1 + cols, mask=mask)", "r1", "cols", "mask")) == 2
+    assert builder.level(ir.over("tl.where(mask == 0, r1, 0)", "mask", "r1")) == 2
 
 
 def test_a_horizontal_kernel_is_compiled_for_cuda_too(device, monkeypatch):
