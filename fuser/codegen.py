@@ -64,6 +64,10 @@ class KernelSource:
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
     row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
+    int64: bool = False  # whether it indexes in int64
+    # The function's body as statements (`source` prints them): a pass that rewrites the kernel
+    # (fuser.horizontal) edits these rather than the text.
+    statements: tuple[ir.Statement, ...] = ()
 
 
 def _is_dense(shape, strides) -> bool:
@@ -178,6 +182,7 @@ class Builder:
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
         self.levels: dict[str, int] = {}
+        self.statements: list[ir.Statement] = []  # the function's body, once `source` has written it
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -468,6 +473,7 @@ class PointwiseBuilder(Builder):
             *index_lines,
             *self.body,
         ]
+        self.statements = lines
         return function(name, [*params, "BLOCK: tl.constexpr"], ir.lines(lines))
 
 
@@ -525,4 +531,6 @@ def package(builder: Builder, kind: str, contiguous_rows: bool = False, row_inpu
         kind=kind,
         contiguous_rows=contiguous_rows,
         row_inputs=row_inputs,
+        int64=builder.int64,
+        statements=tuple(builder.statements),
     )

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from torch import fx
 
+from fuser import ir
 from fuser.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
 from fuser.dtypes import triton_name
 from fuser.generation import Generated
@@ -132,7 +133,7 @@ def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None)
     covers = part.covers if covers is None else covers
     params = [name for name, _ in part.params]
     columns = len(params) + len(EXTRA_COLUMNS)
-    int64 = "pid.to(tl.int64)" in part.source
+    int64 = part.int64
     lines = [
         "program = tl.program_id(0)",
         "part = tl.load(programs_ptr + program)  # which part (tensor) this program works on",
@@ -145,8 +146,8 @@ def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None)
             lines.append(f"{name} = tl.load(row + {column}).to({pointer})")
         else:
             lines.append(f"{name} = tl.load(row + {column}){'' if int64 else '.to(tl.int32)'}")
-    body = part.source.split("pid = tl.program_id(0)\n", 1)[1]
-    lines += [line.removeprefix("    ") for line in body.rstrip("\n").split("\n")]
+    # The part's body but its program id, which the lines above compute from the table.
+    lines += ir.lines(s for s in part.statements if not (isinstance(s, ir.Assign) and s.target == "pid"))
     name = f"{part.name}_horizontal"
     text = function(name, ["table_ptr", "programs_ptr", "BLOCK: tl.constexpr"], lines)
     header = "\n".join(

@@ -394,7 +394,8 @@ class RowBuilder(Builder):
         if self.stage == "split_combine":
             self.int_param("num_splits", 0)  # set per launch
         params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-        return function(name, params, ir.lines(prologue + self.body))
+        self.statements = prologue + self.body
+        return function(name, params, ir.lines(self.statements))
 
 
 def whole_inputs(kernel: Kernel) -> int:
