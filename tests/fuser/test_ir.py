@@ -1,0 +1,55 @@
+"""The kernel body's statements (fuser/ir.py): what they read, which index lines stay live, how they print."""
+
+from __future__ import annotations
+
+import torch
+
+from fuser import generation, ir
+from fuser.explain import explain
+
+
+def test_an_expression_reads_the_names_and_expressions_it_was_made_from():
+    load = ir.over("tl.load(in0_ptr + i0 * in0_stride0, mask=mask)", "in0_ptr", "i0", "in0_stride0", "mask")
+    cast = ir.over(f"({load}).to(tl.float32)", load)
+    assert cast.reads == {"in0_ptr", "i0", "in0_stride0", "mask"}
+    assert ir.over("r0 * s0 + 0", "r0", "0").reads == {"r0"}  # an index's "0" is the literal zero
+    assert ir.name("x0").atomic and not cast.atomic
+
+
+def test_only_index_lines_that_something_reads_stay_transitively():
+    i1 = ir.Assign("i1", ir.over("offset % size1", "offset", "size1"), 2)
+    rest = ir.Assign("irest1", ir.over("offset // size1", "offset", "size1"), 2)
+    i0 = ir.Assign("i0", ir.name("irest1"), 2)
+    store = ir.Effect(ir.over("tl.store(out0_ptr + i0 * s0, x0, mask=mask)", "out0_ptr", "i0", "s0", "x0"))
+    assert ir.live([i1, rest, i0], [store]) == [rest, i0]
+
+
+def test_a_loop_prints_its_body_indented_and_reads_what_its_body_reads():
+    acc = ir.Update(("acc0",), ir.over("acc0 + masked0", "acc0", "masked0"))
+    loop = ir.Loop("col_start", ir.Expr("0"), ir.name("num_cols"), "RBLOCK", (acc,))
+    assert ir.lines([loop]) == ["for col_start in range(0, num_cols, RBLOCK):", "    acc0 = acc0 + masked0"]
+    assert loop.reads == {"acc0", "masked0", "num_cols"}
+
+
+def test_a_looped_kernel_hoists_row_values_out_of_its_column_loop(monkeypatch):
+    # x - mean(x): the loop summing the row, then the one storing x - mean, hold only values per element.
+    variants = []
+    generate = generation.generate
+
+    def recording(kernel):
+        made = generate(kernel)
+        variants.extend(made)
+        return made
+
+    monkeypatch.setattr(generation, "generate", recording)
+    explain(lambda x: x - x.mean(-1, keepdim=True), torch.randn(4, 9))
+    # By name: fingerprint probes, where the cache is cold, generate kernels of their own.
+    (looped,) = [v for v in variants if v.kind == "looped" and v.name == "fused_sum_prims_div_sub"]
+    loops = [s for s in looped.statements if isinstance(s, ir.Loop)]
+    assert len(loops) == 2
+    for loop in loops:
+        assert not [s for s in loop.body if isinstance(s, ir.Assign) and s.level <= 1]
+    # The mean is emitted while the epilogue's loop is written (its subtraction reads it) and hoisted
+    # before that loop.
+    top = [s.target for s in looped.statements if isinstance(s, ir.Assign)]
+    assert "prims_div0" in top
