@@ -9,7 +9,7 @@ the kernel's source.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Loop:
     start: Expr
     end: Expr
     step: str
-    body: tuple[Statement, ...] = field(default=())
+    body: tuple[Statement, ...]
 
     @property
     def reads(self) -> frozenset[str]:
