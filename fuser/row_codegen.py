@@ -378,10 +378,7 @@ class RowBuilder(Builder):
         )
         read = ir.reads(prologue + self.body)
         for d, size in enumerate(self.space.shape):
-            # Kept as the text search was: a read *containing* size{d} (a view's `view0_in_size1`) also
-            # adds the parameter, unused then. Reading `f"size{d}" in read` instead drops it, a change
-            # of the kernel's signature left for its own commit.
-            if any(f"size{d}" in name for name in read):
+            if f"size{d}" in read:
                 self.int_param(f"size{d}", size)
         rows, cols = 1, 1
         for d, size in enumerate(self.space.shape):
