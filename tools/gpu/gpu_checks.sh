@@ -18,8 +18,8 @@ OUT=${OUT:-/tmp/gpu-checks}
 source tools/gpu/lib.sh
 gpu_setup
 
-BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --workload chain --workload add_layer_norm
-    --workload rms_norm --workload softmax --workload layer_norm_fwd_bwd"}
+BENCH_ARGS=${BENCH_ARGS:-"--repeats 3 --workload pointwise_chain --workload add_layer_norm
+    --workload rms_norm --workload softmax --workload add_layer_norm_backward"}
 
 step env 30 0 bash -c versions
 # shellcheck disable=SC2086  # BENCH_ARGS and TESTS are lists of arguments
