@@ -58,7 +58,7 @@ class Generated:
     def __init__(self) -> None:
         self._made: dict[int, tuple[Kernel, list[KernelSource] | Exception]] = {}
 
-    def add(self, kernel: Kernel, make: Callable[[Kernel], list[KernelSource]] = generate) -> None:
+    def add(self, kernel: Kernel, make: Callable[[Kernel], list[KernelSource]]) -> None:
         """Generate `kernel` with `make`, keeping the exception if it raises."""
         try:
             self.record(kernel, make(kernel))
@@ -67,9 +67,6 @@ class Generated:
 
     def record(self, kernel: Kernel, made: list[KernelSource] | Exception) -> None:
         self._made[id(kernel)] = (kernel, made)
-
-    def tried(self, kernel: Kernel) -> bool:
-        return id(kernel) in self._made
 
     def variants(self, kernel: Kernel) -> list[KernelSource] | None:
         made = self._made.get(id(kernel), (None, None))[1]

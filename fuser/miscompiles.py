@@ -322,28 +322,26 @@ for _name, _kind in KINDS.items():
 # (`compiling`), so a test may switch it between compiles, and codegen's hooks never read the environment.
 # None when nothing is planted, and inside `off()`: the fuser generating kernels for itself (fingerprints'
 # probes) never plants one, since those say which ops are validated.
-_active: ContextVar[Miscompile | None] = ContextVar("fuser_miscompile", default=None)
-_argument: ContextVar[str | None] = ContextVar("fuser_miscompile_argument", default=None)
+_active: ContextVar[tuple[Miscompile, str | None] | None] = ContextVar("fuser_miscompile", default=None)
 
 
 @contextmanager
-def _holding(kind: Miscompile | None, argument: str | None) -> Iterator[None]:
-    tokens = _active.set(kind), _argument.set(argument)
+def _holding(chosen: tuple[Miscompile, str | None] | None) -> Iterator[None]:
+    token = _active.set(chosen)
     try:
         yield
     finally:
-        _active.reset(tokens[0])
-        _argument.reset(tokens[1])
+        _active.reset(token)
 
 
 def compiling() -> contextlib.AbstractContextManager[None]:
     """For one compile: the planted kind, if the environment names one, is what `rewrite` applies."""
     chosen = planted()
-    return _holding(None, None) if chosen is None else _holding(KINDS[chosen[0]], chosen[1])
+    return _holding(None if chosen is None else (KINDS[chosen[0]], chosen[1]))
 
 
 def off() -> contextlib.AbstractContextManager[None]:
-    return _holding(None, None)
+    return _holding(None)
 
 
 def planted() -> tuple[str, str | None] | None:
@@ -367,8 +365,9 @@ def planted() -> tuple[str, str | None] | None:
 def rewrite(point: str, value: Any, **context: Any) -> Any:
     """`value`, changed by the kind planted for this compile if it hooks `point`; unchanged otherwise.
     One context-variable read when nothing is planted."""
-    kind = _active.get()
-    if kind is None:
+    chosen = _active.get()
+    if chosen is None:
         return value
+    kind, argument = chosen
     change = kind.hooks.get(point)
-    return value if change is None else change(value, _argument.get(), **context)
+    return value if change is None else change(value, argument, **context)

@@ -67,12 +67,37 @@ def _int32(out_dtype: torch.dtype) -> torch.dtype:
     return torch.int32
 
 
-_MAX_MIN_TWINS = {
-    "maximum_nan": "maximum_nan",
-    "minimum_nan": "minimum_nan",
-    "maximum": "maximum",
-    "minimum": "minimum",
-}
+def _extreme(name: str, function: str, identity: str, int_identity: str) -> ReductionKind:
+    """max or min: floats propagate nan as eager's amax/amin do; integers take the plain max/min."""
+    return ReductionKind(
+        name,
+        Combine(
+            identity,
+            int_identity,
+            f"tl.{function}({{a}}, {{b}}, {NAN_ALL})",
+            f"tl.reduce({{x}}, 1, lib.{function}_nan)",
+            f"tl.{function}({{a}}, {{b}})",
+            f"tl.reduce({{x}}, 1, lib.{function})",
+        ),
+        splittable=True,
+        numpy_twins={f"{function}_nan": f"{function}_nan", function: function},
+    )
+
+
+def _truth(name: str, function: str, identity: str) -> ReductionKind:
+    """any or all: the max or min of the input's truth, accumulated as int32."""
+    return ReductionKind(
+        name,
+        Combine(
+            identity, int(identity), f"tl.{function}({{a}}, {{b}})", f"tl.reduce({{x}}, 1, lib.{function})"
+        ),
+        splittable=True,
+        accumulates=_int32,
+        reads_truth=True,
+        numpy_twins={function: function},
+    )
+
+
 KINDS: dict[str, ReductionKind] = {
     kind.name: kind
     for kind in (
@@ -85,49 +110,10 @@ KINDS: dict[str, ReductionKind] = {
             accumulates=_product_accumulates,
             numpy_twins={"multiply": "multiply"},
         ),
-        # Floats propagate nan as eager's amax/amin do; integers take the plain max/min.
-        ReductionKind(
-            "max",
-            Combine(
-                "-float('inf')",
-                "min",
-                f"tl.maximum({{a}}, {{b}}, {NAN_ALL})",
-                "tl.reduce({x}, 1, lib.maximum_nan)",
-                "tl.maximum({a}, {b})",
-                "tl.reduce({x}, 1, lib.maximum)",
-            ),
-            splittable=True,
-            numpy_twins=_MAX_MIN_TWINS,
-        ),
-        ReductionKind(
-            "min",
-            Combine(
-                "float('inf')",
-                "max",
-                f"tl.minimum({{a}}, {{b}}, {NAN_ALL})",
-                "tl.reduce({x}, 1, lib.minimum_nan)",
-                "tl.minimum({a}, {b})",
-                "tl.reduce({x}, 1, lib.minimum)",
-            ),
-            splittable=True,
-            numpy_twins=_MAX_MIN_TWINS,
-        ),
-        ReductionKind(
-            "any",
-            Combine("0", 0, "tl.maximum({a}, {b})", "tl.reduce({x}, 1, lib.maximum)"),
-            splittable=True,
-            accumulates=_int32,
-            reads_truth=True,
-            numpy_twins=_MAX_MIN_TWINS,
-        ),
-        ReductionKind(
-            "all",
-            Combine("1", 1, "tl.minimum({a}, {b})", "tl.reduce({x}, 1, lib.minimum)"),
-            splittable=True,
-            accumulates=_int32,
-            reads_truth=True,
-            numpy_twins=_MAX_MIN_TWINS,
-        ),
+        _extreme("max", "maximum", "-float('inf')", "min"),
+        _extreme("min", "minimum", "float('inf')", "max"),
+        _truth("any", "maximum", "0"),
+        _truth("all", "minimum", "1"),
         ReductionKind(
             "argmax", None, False, emitter="arg_reduction", numpy_twins={"argmax_combine": "argmax"}
         ),

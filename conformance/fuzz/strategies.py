@@ -347,6 +347,7 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
     kinds = [kind for _, kind in op.operands] if op.kind == "pointwise" else ["tensor"]
     tensor_slots = [k for k, kind in enumerate(kinds) if kind != "scalar"]
     chosen: list[tuple[int, torch.Tensor, tuple[View, ...]]] = []  # (value number, viewed value, views)
+    takes = eager_dtypes(op.name)
     for j, k in enumerate(tensor_slots):
         steps = [v[1:] for v in draw.views if v[0] % len(tensor_slots) == j]
         fits = []
@@ -356,7 +357,7 @@ def _node(op: FuzzOp, draw: NodeDraw, values: list[Value], inputs: int) -> tuple
             tensor = values[number].tensor
             if kinds[k] == "mask" and tensor.dtype != torch.bool:
                 continue
-            if kinds[k] != "mask" and str(tensor.dtype).removeprefix("torch.") not in eager_dtypes(op.name):
+            if kinds[k] != "mask" and str(tensor.dtype).removeprefix("torch.") not in takes:
                 continue  # a dtype eager rejects, or that its spec does not list (not tested)
             viewed, views = _apply_views(tensor, steps)
             if chosen and not _broadcastable([viewed, *(c[1] for c in chosen)]):
