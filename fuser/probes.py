@@ -350,26 +350,37 @@ def _describe(kernel: KernelSource) -> str:
     return f"{facts}\n{normalized(kernel.source)}"
 
 
-def emitted(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -> list[str]:
-    """Every probe's kernels, normalized, each labelled with its probe; an error is part of the output."""
+def plans(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -> list[tuple[str, object]]:
+    """(label, (plan, generated)) for every probe of the op, or (label, the exception) where the lowering
+    refuses the probe. Generated without any planted miscompile."""
     from fuser.generation import plan_and_generate  # it imports the tables this module patches
     from fuser.options import Options
 
-    out = []
+    made = []
     with _lock, _neighbours(), miscompiles.off(), _quiet_fake_tensors():
         for label, build in graphs(name, overload, dtypes, device):
             try:
-                plan, generated = plan_and_generate(build(), Options(unvalidated="fuse"), set())
-            except Exception as error:  # a probe the lowering refuses: the refusal is what it emits
-                out.append(f"## {label}: {type(error).__name__}")
-                continue
-            lines = [f"## {label}"]
-            for step in plan.steps:
-                if isinstance(step, fx.Node):
-                    lines.append(f"eager {step.target}")
-                elif (error := generated.error(step)) is not None:
-                    lines.append(f"failed {type(error).__name__}")
-                else:
-                    lines += [_describe(k) for k in generated.variants(step) or ()]
-            out.append("\n".join(lines))
+                made.append((label, plan_and_generate(build(), Options(unvalidated="fuse"), set())))
+            except Exception as error:
+                made.append((label, error))
+    return made
+
+
+def emitted(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -> list[str]:
+    """Every probe's kernels, normalized, each labelled with its probe; an error is part of the output."""
+    out = []
+    for label, made in plans(name, overload, dtypes, device):
+        if isinstance(made, Exception):  # a probe the lowering refuses: the refusal is what it emits
+            out.append(f"## {label}: {type(made).__name__}")
+            continue
+        plan, generated = made
+        lines = [f"## {label}"]
+        for step in plan.steps:
+            if isinstance(step, fx.Node):
+                lines.append(f"eager {step.target}")
+            elif (error := generated.error(step)) is not None:
+                lines.append(f"failed {type(error).__name__}")
+            else:
+                lines += [_describe(k) for k in generated.variants(step) or ()]
+        out.append("\n".join(lines))
     return out

@@ -190,7 +190,12 @@ class RowBuilder(Builder):
             loaded = self.emit(
                 "partial",
                 ir.over(
-                    f"tl.load({pointer} + cols * num_rows + rows, mask=mask)", pointer, "cols", "rows", "mask"
+                    f"tl.load({pointer} + cols * num_rows + rows, mask=mask)",
+                    pointer,
+                    "cols",
+                    "num_rows",
+                    "rows",
+                    "mask",
                 ),
             )
             return self._masked(loaded, self._identity(kind, dtype))
