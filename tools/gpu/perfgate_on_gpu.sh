@@ -12,8 +12,8 @@
 #      HEAD, timed: issue 12's "one gate within 8 minutes" (STEPS=default runs it alone);
 #   update: python -m perfgate update (every workload, this device) and a copy of the rewritten
 #      perfgate/baselines/<arch>.json in $OUT: the committed file's counts and this device's history;
-#   aa11..aa15: five A/A gates with the default budget (does the gate settle on unchanged code?);
-#   plant-block, plant-launch: a real commit from tools/gpu/plants/ gated against HEAD (does it catch?);
+#   aa11..aa16: six A/A gates with the default budget (does the gate settle on unchanged code?);
+#   plant-block, plant-launch, plant-run: a real commit from tools/gpu/plants/ gated against HEAD (does it catch?);
 #   sizes-small, sizes-large: planted slowdowns of other sizes than the thresholds were set from;
 #   COMMIT_COPY=1 commits the checkout's files first where they differ from HEAD (the device tool's copy
 #   carries the history of when the session started): on the device, with STEPS naming these;
@@ -75,16 +75,17 @@ ab catch2 160 0 3 "$PLANT"
 ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
 step default 580 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD --seed 5 --out "$OUT/default"
 # Does the gate settle on unchanged code (issue 30)? aa11..aa15: A/A on WORKLOADS with the default budget.
-for seed in 11 12 13 14 15; do
+for seed in 11 12 13 14 15 16; do
     step "aa$seed" 480 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" --seed "$seed" \
         --out "$OUT/aa$seed"
 done
 # Does it catch real code changes? One commit each on top of HEAD, from tools/gpu/plants/ (plant-block: a
-# smaller pointwise block; plant-launch: the kernel's source hashed on every launch), applied in a worktree
+# smaller pointwise block; plant-launch: the kernel's source hashed on every launch, 2-3 us; plant-run: every
+# launch through JITFunction.run, the direct launch path off), applied in a worktree
 # of its own and gated from there against HEAD. A patch that no longer applies leaves no worktree, so its
 # step fails instead of gating HEAD against itself.
 base=$(git rev-parse HEAD)
-for plant in plant-block plant-launch; do
+for plant in plant-block plant-launch plant-run; do
     [[ -n "${STEPS:-}" && " $STEPS " != *" $plant "* ]] && continue
     git worktree add -q -f --detach "/tmp/$plant" "$base" \
         && "${AS_DEVICE[@]}" -C "/tmp/$plant" am -q "$PWD/tools/gpu/plants/$plant.patch" \
@@ -94,6 +95,8 @@ step plant-block 220 0 env -C /tmp/plant-block "$PYTHON" -m perfgate gate --tier
     "${only[@]}" --seed 21 --budget-s 150 --out "$OUT/plant-block"
 step plant-launch 220 0 env -C /tmp/plant-launch "$PYTHON" -m perfgate gate --tier gpu --against "$base" \
     "${only[@]}" --seed 22 --budget-s 150 --out "$OUT/plant-launch"
+step plant-run 220 0 env -C /tmp/plant-run "$PYTHON" -m perfgate gate --tier gpu --against "$base" \
+    "${only[@]}" --seed 25 --budget-s 150 --out "$OUT/plant-run"
 # Planted slowdowns of sizes other than those the thresholds were set from.
 ab sizes-small 220 0 23 PERFGATE_TESTING_SLOWDOWN=kernel=0.07:*,host=8:*
 ab sizes-large 220 0 24 PERFGATE_TESTING_SLOWDOWN=kernel=0.2:*,host=30:*
@@ -113,8 +116,8 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 print(f"{'run':8} {'metric':14} {'verdicts':>8} {'regr':>5} {'inconcl':>7} {'ok':>4}  ratio range       widest interval below the ratio")
-runs = ("aa", "catch1", "catch2", "catch1-unpinned", *(f"aa{seed}" for seed in range(11, 16)),
-        "plant-block", "plant-launch", "sizes-small", "sizes-large")
+runs = ("aa", "catch1", "catch2", "catch1-unpinned", *(f"aa{seed}" for seed in range(11, 17)),
+        "plant-block", "plant-launch", "plant-run", "sizes-small", "sizes-large")
 for run in runs:
     path = out / run / "head.json"
     if not path.exists():
