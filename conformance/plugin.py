@@ -360,7 +360,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "python": sys.version.split()[0],
             "date": datetime.date.today().isoformat(),
             "command": "pytest " + shlex.join(config.invocation_params.args),
-            "workers": os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"),
+            # The controller's -n (xdist sets PYTEST_XDIST_WORKER_COUNT in the workers only).
+            "workers": str(getattr(config.option, "numprocesses", None) or 1),
             "gpus": torch.cuda.device_count() if chosen.device == "cuda" else 0,
             "known": overload_counts(),
         }

@@ -10,6 +10,8 @@
 #   catch1-unpinned: catch1 again with PERFGATE_UNPINNED=1 (what pinning the processes buys);
 #   default: one A/B gate of the default workload set (every workload, default budget), head against
 #      HEAD, timed: issue 12's "one gate within 8 minutes" (STEPS=default runs it alone);
+#   against: one A/B gate of HEAD against the commit AGAINST names (the default workload set, or WORKLOADS when
+#      set; AGAINST_BUDGET_S, default 400): what a change since then costs, measured in one run;
 #   update: python -m perfgate update (every workload, this device) and a copy of the rewritten
 #      perfgate/baselines/<arch>.json in $OUT: the committed file's counts and this device's history;
 #   aa11..aa16: six A/A gates with the default budget (does the gate settle on unchanged code?);
@@ -27,6 +29,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/perfgate-gpu}
 TOTAL_S=${TOTAL_S:-540}
+WORKLOADS_SET=${WORKLOADS:+1}
 WORKLOADS=${WORKLOADS:-"pointwise_chain bias_gelu softmax rms_norm add_layer_norm"}
 source tools/gpu/lib.sh
 gpu_setup
@@ -74,6 +77,10 @@ ab catch2 160 0 3 "$PLANT"
 # The same as catch1 with the measuring processes not pinned (what pinning buys, on the same machine).
 ab catch1-unpinned 160 0 2 "$PLANT" PERFGATE_UNPINNED=1
 step default 580 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD --seed 5 --out "$OUT/default"
+against_only=()
+[[ -n "${WORKLOADS_SET:-}" ]] && against_only=("${only[@]}")
+step against 580 0 "$PYTHON" -m perfgate gate --tier gpu --against "${AGAINST:-HEAD}" "${against_only[@]}" --seed 7 \
+    --budget-s "${AGAINST_BUDGET_S:-400}" --out "$OUT/against"
 # Does the gate settle on unchanged code (issue 30)? aa11..aa15: A/A on WORKLOADS with the default budget.
 for seed in 11 12 13 14 15 16; do
     step "aa$seed" 480 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" --seed "$seed" \
@@ -116,7 +123,7 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 print(f"{'run':8} {'metric':14} {'verdicts':>8} {'regr':>5} {'inconcl':>7} {'ok':>4}  ratio range       widest interval below the ratio")
-runs = ("aa", "catch1", "catch2", "catch1-unpinned", *(f"aa{seed}" for seed in range(11, 17)),
+runs = ("aa", "against", "catch1", "catch2", "catch1-unpinned", *(f"aa{seed}" for seed in range(11, 17)),
         "plant-block", "plant-launch", "plant-run", "sizes-small", "sizes-large")
 for run in runs:
     path = out / run / "head.json"
