@@ -12,6 +12,7 @@
 # Writes $OUT/validate.log, $OUT/<arch>.toml (the manifest after the run), $OUT/versions.txt, and
 # $OUT/validate-state.tar.gz (the batch's progress state and per-op logs).
 set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
 source tools/gpu/lib.sh
 gpu_setup
 versions | tee "$OUT/versions.txt"

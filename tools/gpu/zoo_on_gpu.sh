@@ -4,6 +4,7 @@
 #   MODELS=llama,mistral BACKEND=fuser bash tools/gpu/zoo_on_gpu.sh
 # Writes $OUT/zoo-<backend>-cuda.{md,json}, the training PNG and each step's log.
 set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
 source tools/gpu/lib.sh
 gpu_setup
 versions | tee "$OUT/versions.txt"
