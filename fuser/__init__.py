@@ -6,6 +6,7 @@ fuser.explain(fn, *args)                    # kernels, their source, and what ra
 with fuser.collecting() as graphs: ...      # the same report for graphs compiled in a block
 fuser.counters(); fuser.reset_counters()    # what ran: kernels launched, compiled, extern calls
 fuser.clear_kernel_cache()                  # the next launch of every kernel compiles again
+with fuser.observing_compile(enter, leave): ...  # callbacks around the fuser's own compile step
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from fuser.explain import ExplainReport, collecting, explain
 from fuser.metrics import counters, reset_counters
+from fuser.observe import observing_compile
 from fuser.options import Options, show_log
 from fuser.runtime.kernel_cache import clear_kernel_cache
 
@@ -43,6 +45,7 @@ __all__ = [
     "compile",
     "counters",
     "explain",
+    "observing_compile",
     "reset_counters",
     "show_log",
 ]

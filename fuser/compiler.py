@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles
+from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles, observe
 from fuser.codegen import KernelSource
 from fuser.generation import Generated, kernel_symbols, plan_and_generate
 from fuser.nodes import downstream
@@ -187,7 +187,8 @@ def compile_graph(
     graph_module: fx.GraphModule, example_inputs: list, options: Options, backward: bool = False
 ) -> CompiledGraph:
     metrics.bump("graphs_compiled")
-    with miscompiles.compiling():  # testing only: a planted kind, read once for this compile
+    # observe: what a measuring tool times; miscompiles: testing only, a planted kind read once a compile
+    with observe.compile_step(), miscompiles.compiling():
         return _compile(graph_module, example_inputs, options, backward)
 
 

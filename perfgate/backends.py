@@ -45,6 +45,9 @@ class Backend:
     # False where the backend's CPU code has instructions valgrind cannot run: Inductor compiles C++
     # kernels for the host's CPU (AVX-512 here), which kill a process under callgrind.
     runs_under_valgrind: bool = True
+    # "module:function" of the backend's hook around its own compile step, a context manager factory
+    # taking (enter, leave) callbacks; the CPU tier counts the instructions inside it. Empty: not offered.
+    compile_step: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """How another process finds this backend: the compile function's file and name."""
@@ -59,6 +62,7 @@ class Backend:
             "file": inspect.getsourcefile(function),
             "function": function.__qualname__,
             "counted_by_fuser": self.counted_by_fuser,
+            "compile_step": self.compile_step,
         }
 
     @classmethod
@@ -71,13 +75,26 @@ class Backend:
             sys.modules[module_name] = module
             module_spec.loader.exec_module(module)
         function = getattr(sys.modules[module_name], spec["function"])
-        return cls(spec["name"], function, spec["counted_by_fuser"])
+        return cls(
+            spec["name"], function, spec["counted_by_fuser"], compile_step=spec.get("compile_step", "")
+        )
+
+    def compile_observer(self) -> Callable | None:
+        """The backend's compile-step hook, or None where it offers none (or this tree's backend predates it:
+        a base tree from before the hook measures no compile step)."""
+        if not self.compile_step:
+            return None
+        module_name, _, attribute = self.compile_step.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError):
+            return None
 
 
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
-        Backend("fuser", compile_with_fuser, counted_by_fuser=True),
+        Backend("fuser", compile_with_fuser, counted_by_fuser=True, compile_step="fuser:observing_compile"),
         Backend("inductor", compile_with_inductor, runs_under_valgrind=False),
         Backend("eager", run_eagerly),
     )

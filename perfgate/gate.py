@@ -116,7 +116,8 @@ def judge_samples(
             now = _pooled(measured[name])
             if "base" in samples:
                 verdicts.append(
-                    judge(workload, metric, _pooled(samples["base"][workload][name]), now, "base", seed)
+                    # A base tree whose backend predates a metric (a new hook) has nothing to judge by.
+                    judge(workload, metric, _pooled(samples["base"][workload].get(name)), now, "base", seed)
                 )
                 if metric.rule is Rule.INFO or (metric.rule is Rule.INTERVAL and not request.absolute):
                     continue  # an A/B table shows the file only where it judges

@@ -54,8 +54,10 @@ def _require_valgrind() -> None:
         )
 
 
-def count_instructions(jobs: list[Job], processes: int | None = None) -> list[Sample]:
-    """Instructions per warm call of each job (median and MAD over REPEATS), on `cpu_tiny` inputs."""
+def count_instructions(jobs: list[Job], processes: int | None = None) -> list[dict[str, Sample]]:
+    """Each job's counts on `cpu_tiny` inputs: `host_instructions`, per warm call (median and MAD over
+    REPEATS); and `compile_instructions`, those inside the backend's own compile step during the first
+    call, where the backend offers a hook around it (`Backend.compile_step`)."""
     if not jobs:
         return []
     _require_valgrind()
@@ -65,14 +67,21 @@ def count_instructions(jobs: list[Job], processes: int | None = None) -> list[Sa
         running = [
             _start(Path(scratch) / f"p{i}", [jobs[j] for j in share]) for i, share in enumerate(shares)
         ]
-        counts: list[Sample | None] = [None] * len(jobs)
+        counts: list[dict[str, Sample]] = [{} for _ in jobs]
         for (process, folder), share in zip(running, shares, strict=True):
             output, _ = process.communicate()
             if process.returncode != 0:
                 raise RuntimeError(f"callgrind process failed ({process.returncode}):\n{output[-4000:]}")
-            for j, sample in zip(share, _read_dumps(folder, len(share)), strict=True):
-                counts[j] = sample
+            layout = [_observed(jobs[j]) for j in share]
+            for j, measured in zip(share, _read_dumps(folder, layout), strict=True):
+                counts[j] = measured
     return counts
+
+
+def _observed(job: Job) -> bool:
+    """Whether the job's first call counts a compile step (the same answer in the measuring process: it
+    runs this tree's backend)."""
+    return job.backend.compile_observer() is not None
 
 
 def _start(folder: Path, jobs: list[Job]) -> tuple[subprocess.Popen, Path]:
@@ -102,20 +111,38 @@ def _start(folder: Path, jobs: list[Job]) -> tuple[subprocess.Popen, Path]:
     return process, folder
 
 
-def _read_dumps(folder: Path, jobs: int) -> list[Sample]:
-    """callgrind.out.N holds the Nth dump: REPEATS dumps per job, in job order."""
-    totals = []
-    for number in range(1, jobs * REPEATS + 1):
+def _read_dumps(folder: Path, observed: list[bool]) -> list[dict[str, Sample]]:
+    """callgrind.out.N holds the Nth dump. In job order, each job's dumps are: its compile step's (one,
+    where `observed`), then REPEATS of CALLS_PER_REPEAT warm calls."""
+    numbers = iter(range(1, sum(observed) + len(observed) * REPEATS + 1))
+
+    def total(number: int) -> int:
         text = (folder / f"callgrind.out.{number}").read_text()
         match = re.search(r"^totals:\s+(\d+)", text, re.MULTILINE)
         if match is None:
             raise RuntimeError(f"no totals line in callgrind dump {number} under {folder}")
-        totals.append(int(match.group(1)) / CALLS_PER_REPEAT)
-    return [Sample.of(totals[i * REPEATS : (i + 1) * REPEATS]) for i in range(jobs)]
+        return int(match.group(1))
+
+    results = []
+    for compiles in observed:
+        measured = {"compile_instructions": Sample.of([total(next(numbers))])} if compiles else {}
+        calls = [total(next(numbers)) / CALLS_PER_REPEAT for _ in range(REPEATS)]
+        results.append({**measured, "host_instructions": Sample.of(calls)})
+    return results
 
 
 def _callgrind_control(*arguments: str) -> None:
     subprocess.run(["callgrind_control", *arguments, str(os.getpid())], check=True, stdout=subprocess.DEVNULL)
+
+
+def _count_on() -> None:
+    _callgrind_control("--instr=on")
+    torch._C._valgrind_toggle()
+
+
+def _count_off() -> None:
+    torch._C._valgrind_toggle()
+    _callgrind_control("--instr=off")
 
 
 def _measure(job: dict) -> None:
@@ -124,7 +151,22 @@ def _measure(job: dict) -> None:
     backend = Backend.from_json(job["backend"])
     torch._dynamo.reset()
     step = Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu"))
-    for _ in range(WARMUP_CALLS):
+    step()
+    observer = backend.compile_observer()
+    if observer is not None:
+        # Compile it again, counting only inside the backend's own compile step (each graph it compiles: a
+        # forward and a backward for a training step): one dump. The second compile, so one-time costs
+        # (imports, a manifest's first read) stay out and a job's count does not depend on its place.
+        torch._dynamo.reset()
+        step = Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu"))
+        gc.collect()
+        with observer(_count_on, _count_off):
+            step()
+        _callgrind_control("--instr=on")
+        torch._C._valgrind_toggle()
+        torch._C._valgrind_toggle_and_dump_stats()
+        _callgrind_control("--instr=off")
+    for _ in range(WARMUP_CALLS - 1):
         step()
     _callgrind_control("--instr=on")
     for _ in range(REPEATS):

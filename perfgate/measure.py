@@ -235,9 +235,10 @@ def count_on_cpu(workload: Workload, backend: Backend) -> Measurements:
 
 def instructions_on_cpu(
     workloads: list[Workload], backend: Backend, processes: int | None = None
-) -> dict[str, Sample | None]:
-    """Instructions per call at the `cpu_tiny` size, under callgrind (None where it cannot run)."""
+) -> dict[str, Measurements]:
+    """Instructions per call at the `cpu_tiny` size, and in the backend's compile step where it offers a
+    hook, under callgrind (nothing where it cannot run)."""
     if not backend.runs_under_valgrind:
-        return dict.fromkeys((w.name for w in workloads), None)
+        return {w.name: {} for w in workloads}
     counts = count_instructions([Job(w.name, backend) for w in workloads], processes)
     return {w.name: count for w, count in zip(workloads, counts, strict=True)}

@@ -94,8 +94,8 @@ class CpuTier:
             except Exception as error:
                 raise WorkloadFailed(workload.name, error) from error
         if self.instructions:
-            for name, count in instructions_on_cpu(workloads, self.backend, self.processes).items():
-                results[name]["host_instructions"] = count
+            for name, counts in instructions_on_cpu(workloads, self.backend, self.processes).items():
+                results[name].update(counts)
         return results
 
 
