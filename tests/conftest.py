@@ -20,21 +20,6 @@ os.environ.setdefault("FUSER_STRICT", "1")
 
 DEVICE = os.environ.get("FUSER_TEST_DEVICE", "cpu")
 
-# Run first: the files whose tests take 15-75 s each (subprocess gates, validation batches, fuzz runs,
-# real models; `pytest --durations=60`, 2026-11-27). Collected last, as they are by path, they ran at the
-# end of CI's two-worker run with one worker idle; first, the fast tests fill in around them.
-SLOW_FIRST = (
-    "tests/quality/",
-    "tests/conformance/test_validate.py",
-    "tests/conformance/test_fuzz.py",
-    "tests/perfgate/test_ab_gate.py",
-    "tests/conformance/test_zoo.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))  # stable: otherwise as collected
-
 
 @pytest.fixture(autouse=True)
 def fresh_compiler_state():
