@@ -64,30 +64,33 @@ def count_instructions(jobs: list[Job], processes: int | None = None) -> list[di
     processes = max(1, min(len(jobs), processes or os.cpu_count() or 1))
     shares = [list(range(i, len(jobs), processes)) for i in range(processes)]
     with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-") as scratch:
+        # Decided here once, written into each job: whether its first call counts a compile step (a base
+        # tree's backend from before the hook offers none).
+        specs = [
+            {
+                "workload": job.workload,
+                "backend": job.backend.to_json(),
+                "count_compile": job.backend.compile_observer() is not None,
+            }
+            for job in jobs
+        ]
         running = [
-            _start(Path(scratch) / f"p{i}", [jobs[j] for j in share]) for i, share in enumerate(shares)
+            _start(Path(scratch) / f"p{i}", [specs[j] for j in share]) for i, share in enumerate(shares)
         ]
         counts: list[dict[str, Sample]] = [{} for _ in jobs]
         for (process, folder), share in zip(running, shares, strict=True):
             output, _ = process.communicate()
             if process.returncode != 0:
                 raise RuntimeError(f"callgrind process failed ({process.returncode}):\n{output[-4000:]}")
-            layout = [_observed(jobs[j]) for j in share]
+            layout = [specs[j]["count_compile"] for j in share]
             for j, measured in zip(share, _read_dumps(folder, layout), strict=True):
                 counts[j] = measured
     return counts
 
 
-def _observed(job: Job) -> bool:
-    """Whether the job's first call counts a compile step (the same answer in the measuring process: it
-    runs this tree's backend)."""
-    return job.backend.compile_observer() is not None
-
-
-def _start(folder: Path, jobs: list[Job]) -> tuple[subprocess.Popen, Path]:
+def _start(folder: Path, specs: list[dict]) -> tuple[subprocess.Popen, Path]:
     folder.mkdir()
-    spec = [{"workload": job.workload, "backend": job.backend.to_json()} for job in jobs]
-    (folder / "jobs.json").write_text(json.dumps(spec))
+    (folder / "jobs.json").write_text(json.dumps(specs))
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -145,14 +148,18 @@ def _count_off() -> None:
     _callgrind_control("--instr=off")
 
 
-def _measure(job: dict) -> None:
-    """In the valgrind process: compile and warm the job, then count REPEATS dumps of its calls."""
+def _compiled(job: dict) -> tuple[Step, Backend]:
+    """The job's program compiled afresh (not yet called: the first call compiles) and its backend."""
     workload = WORKLOADS[job["workload"]]
     backend = Backend.from_json(job["backend"])
     torch._dynamo.reset()
-    step = Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu"))
-    observer = backend.compile_observer()
-    if observer is None:
+    return Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu")), backend
+
+
+def _measure(job: dict) -> None:
+    """In the valgrind process: compile and warm the job, then count REPEATS dumps of its calls."""
+    step, backend = _compiled(job)
+    if not job["count_compile"]:
         step()
     else:
         # The first call, counting only inside the backend's own compile step (each graph it compiles: a
@@ -160,11 +167,10 @@ def _measure(job: dict) -> None:
         # before (`main`), so one-time costs (imports, a manifest's first read) are nobody's; each process
         # measures its jobs in the same order in both trees, so caches earlier jobs filled are the same.
         gc.collect()
-        with observer(_count_on, _count_off):
+        with backend.compile_observer()(_count_on, _count_off):
             step()
-        _callgrind_control("--instr=on")
-        torch._C._valgrind_toggle()
-        torch._C._valgrind_toggle_and_dump_stats()
+        _count_on()
+        torch._C._valgrind_toggle_and_dump_stats()  # collection off again, and the step's counts dumped
         _callgrind_control("--instr=off")
     for _ in range(WARMUP_CALLS - 1):
         step()
@@ -178,19 +184,11 @@ def _measure(job: dict) -> None:
     _callgrind_control("--instr=off")
 
 
-def _warm_up(job: dict) -> None:
-    """The job's program compiled and called once, uncounted: the process's one-time costs paid."""
-    workload = WORKLOADS[job["workload"]]
-    backend = Backend.from_json(job["backend"])
-    torch._dynamo.reset()
-    Step(workload, backend.compile(workload.program), workload.inputs("cpu_tiny", "cpu"))()
-
-
 def main(jobs_path: str) -> None:
     torch.set_num_threads(1)
     jobs = json.loads(Path(jobs_path).read_text())
-    if jobs:
-        _warm_up(jobs[0])
+    if jobs:  # the first job compiled and called once, uncounted: the process's one-time costs paid
+        _compiled(jobs[0])[0]()
     for job in jobs:
         _measure(job)
     sys.stdout.flush()

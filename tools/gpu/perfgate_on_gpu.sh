@@ -81,7 +81,7 @@ against_only=()
 [[ -n "${WORKLOADS_SET:-}" ]] && against_only=("${only[@]}")
 step against 580 0 "$PYTHON" -m perfgate gate --tier gpu --against "${AGAINST:-HEAD}" "${against_only[@]}" --seed 7 \
     --budget-s "${AGAINST_BUDGET_S:-400}" --out "$OUT/against"
-# Does the gate settle on unchanged code (issue 30)? aa11..aa15: A/A on WORKLOADS with the default budget.
+# Does the gate settle on unchanged code (issue 30)? aa11..aa16: A/A on WORKLOADS with the default budget.
 for seed in 11 12 13 14 15 16; do
     step "aa$seed" 480 0 "$PYTHON" -m perfgate gate --tier gpu --against HEAD "${only[@]}" --seed "$seed" \
         --out "$OUT/aa$seed"
