@@ -88,13 +88,20 @@ def _stop(process: subprocess.Popen) -> None:
 @contextlib.contextmanager
 def _stops_held():
     """The gate's stop signals wait until the block ends: a process started inside it is on the caller's
-    list before a stop can unwind (a stop between a start and its `finally` left a process running). The
-    process starts with them blocked too, which is harmless: `_stop` kills with SIGKILL."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    list before a stop can unwind (a stop between a start and its `finally` left a process running).
+    A signal mask would not do: it holds only the calling thread, and the gate has other threads (torch's),
+    to which the kernel then delivers the signal; its handler still ran in the main thread, inside
+    Popen, and the started process was never on the list (CI at 548fc82). So the handlers are swapped
+    for ones that note the signal, and a noted signal is raised again once the block is done."""
+    noted: list[int] = []
+    previous = {number: signal.signal(number, lambda n, _frame: noted.append(n)) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if noted:
+            signal.raise_signal(noted[0])
 
 
 def _run(command: list[str], tree: Tree, cpus: set[int] | None = None) -> tuple[int, str]:

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -211,3 +212,29 @@ def measuring_processes(repo: Path) -> list[str]:
         if b"perfgate.worker" in command and str(repo).encode() in environment:
             found.append(process.name)
     return found
+
+
+def test_a_stop_signal_another_thread_receives_still_waits_for_a_process_start_to_finish():
+    """The gate has other threads (torch's): a stop delivered to one of them ran the gate's handler in
+    the main thread inside a held block, so a started process was never on the list and outlived the gate."""
+    from perfgate.rounds import _stops_held
+
+    def stop(number, frame):
+        raise KeyboardInterrupt
+
+    finished = []
+    idle = threading.Event()
+    other = threading.Thread(target=idle.wait)
+    other.start()
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(KeyboardInterrupt), _stops_held():
+            signal.pthread_kill(other.ident, signal.SIGTERM)
+            for _ in range(1000):
+                time.sleep(0.0001)  # the main thread passes many points where a handler can run
+            finished.append("the block")
+        assert finished == ["the block"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        idle.set()
+        other.join()
