@@ -22,6 +22,7 @@ from fuser.generation import Generated, kernel_symbols, plan_and_generate
 from fuser.nodes import downstream
 from fuser.options import Options
 from fuser.partition import Kernel, Plan
+from fuser.runtime import compile_pool
 from fuser.runtime.eager_step import EagerStep
 from fuser.runtime.graph import CompiledBackwardGraph, CompiledGraph
 from fuser.runtime.horizontal_step import HorizontalStep
@@ -206,6 +207,8 @@ def _compile(
         metrics.bump("fallbacks")
     built = build_steps(plan, generated, graph, options, binder, into)
     _report(plan, built.sources)
+    # The first call's launches find their kernels compiled side by side, not one after another.
+    compile_pool.ahead(built.steps, tuple(binder.hints))
     return _callable(graph_module, graph, built, binder, options, example_inputs, backward)
 
 

@@ -60,13 +60,27 @@ def _binder(jit_fn: Any, capability: int) -> tuple[Any, Any, Callable]:
     return target, backend, create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
 
 
+def _run_keywords(jit_fn: Any) -> dict[str, Any]:
+    """The compile options `JITFunction.run` adds from Triton's knobs before binding (3.6: debug and
+    instrumentation_mode; 3.9 also fpsan_homomorphic_casts): with them, a compile here has the key a
+    launch's own compile would have, so a launch finds it in Triton's disk cache
+    (`fuser.runtime.compile_pool`)."""
+    from triton import knobs
+
+    keywords = {"debug": bool(jit_fn.debug) or knobs.runtime.debug}
+    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):
+        if hasattr(knobs.compilation, name):
+            keywords[name] = getattr(knobs.compilation, name)
+    return keywords
+
+
 def compile_for_cuda(jit_fn: Any, args: list, options: dict[str, Any], capability: int) -> None:
     """Compile `jit_fn` for CUDA `capability` as a launch with these arguments and options would.
     Raises RuntimeError naming the kernel and the architecture when Triton or ptxas rejects it."""
     from triton.compiler import ASTSource
 
     target, backend, binder = _binder(jit_fn, capability)
-    bound, specialization, run_options = binder(*args, **options)
+    bound, specialization, run_options = binder(*args, **options, **_run_keywords(jit_fn))
     key = (jit_fn.cache_key, capability, str(specialization), tuple(sorted(run_options.items())))
     if key in _compiled:
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -14,7 +15,7 @@ import triton
 from fuser import gpu_compile_check, metrics
 from fuser.codegen import KernelSource
 from fuser.interpreter.shim import quietly
-from fuser.runtime import kernel_cache, launch_config
+from fuser.runtime import compile_pool, kernel_cache, launch_config
 from fuser.runtime.kernel_step import KernelStep, Launch
 from fuser.runtime.step import GraphCaptureError, LaunchStep
 
@@ -41,6 +42,7 @@ class HorizontalLaunch:
     fresh: list[tuple[int, tuple, tuple, torch.dtype]]
     made_eagerly: list[tuple[int, tuple[int, ...]]]  # every part's (`Launch.made_eagerly`)
     launcher: Callable | None = None  # the kernel bound to its grid and options, made at the first call
+    pending: Future | None = None  # its compile in a worker process (`fuser.runtime.compile_pool`)
     table: torch.Tensor | None = None  # the last call's table, on the device
     values: list[int] | None = None  # the read values it holds
 
@@ -60,6 +62,19 @@ class HorizontalStep(LaunchStep):
         self.flat_inputs = [slot for part in parts for slot in part.flat_inputs]
         self.launches: dict[tuple[int, ...], HorizontalLaunch] = {}
         self.check_capability = gpu_compile_check.target_capability() if self.interpreted else None
+
+    def loaded(self) -> bool:
+        return kernel_cache.is_loaded(self.source, self.interpreted)
+
+    def compile_ahead(self, key: tuple[int, ...], capability: int, pool: compile_pool.Pool) -> None:
+        """Hand the kernel's compile for this binding to `pool` (its arguments: the table, the program map)."""
+        launch = self.launch(key)
+        if launch.programs is None:
+            return
+        options = launch_config.pointwise_options(launch.block, interpreted=False)
+        path = kernel_cache.kernel_file(self.source)
+        args = [torch.int64, torch.int32]
+        launch.pending = pool.submit(compile_pool.job(path, self.source.name, args, options, capability))
 
     def launch(self, key: tuple[int, ...]) -> HorizontalLaunch:
         if key not in self.launches:
@@ -124,6 +139,7 @@ class HorizontalStep(LaunchStep):
                     launch_config.pointwise_options(launch_config.GPU_BLOCK, interpreted=False),
                     self.check_capability,
                 )
+            compile_pool.wait(launch.pending)
             launch.launcher = self._launcher(launch)
         launch.launcher(launch.table, programs)
         metrics.bump("kernels_launched")

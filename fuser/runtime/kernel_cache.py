@@ -57,13 +57,27 @@ def load_kernel(source: KernelSource, interpreted: bool, counted: bool = True) -
     return _kernels[key]
 
 
-def _load_kernel(source: KernelSource, interpreted: bool) -> Callable:
+def kernel_file(source: KernelSource) -> Path:
+    """The kernel's file, written if no process or run has written it yet."""
     path = kernel_dir() / f"{source.name}_{source.cache_key[:32]}.py"
     if not path.exists():  # written by another process or run: the same body (its header may differ)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(source.source)
         partial.replace(path)  # atomic: a concurrent reader sees the whole file or none
-    module = _load_module(path)
+    return path
+
+
+def load_file(path: Path, name: str):
+    """The Triton kernel `name` defined in the kernel file `path` (a compile worker's way in)."""
+    return getattr(_load_module(path), name)
+
+
+def is_loaded(source: KernelSource, interpreted: bool) -> bool:
+    return (source.cache_key, interpreted) in _kernels
+
+
+def _load_kernel(source: KernelSource, interpreted: bool) -> Callable:
+    module = _load_module(kernel_file(source))
     jit_fn = getattr(module, source.name)
     return interpreted_kernel(module, jit_fn) if interpreted else jit_fn
 

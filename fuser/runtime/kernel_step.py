@@ -4,6 +4,7 @@ once per binding, and its one or two launches (a split reduction's two stages)."
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,9 @@ from fuser import gpu_compile_check, metrics
 from fuser.codegen import KernelSource, output_strides
 from fuser.direct_launch import DirectLauncher
 from fuser.interpreter.shim import quietly
+from fuser.nodes import meta
 from fuser.partition import Kernel
-from fuser.runtime import kernel_cache
+from fuser.runtime import compile_pool, kernel_cache
 from fuser.runtime.launch_config import Config, choose_config, launch_options
 from fuser.runtime.step import LaunchStep
 from fuser.shapes import concrete
@@ -36,6 +38,7 @@ class Stage:
     outputs: list[tuple[int, int]]  # (position, output index)
     partials: list[tuple[int, int]]  # (position, workspace index)
     launcher: Callable | None = None  # the kernel bound to grid and options, loaded at the first launch
+    pending: Future | None = None  # its compile in a worker process (`fuser.runtime.compile_pool`)
 
     def arguments(self, env: list, outputs: list, partials: list) -> list:
         args = self.template.copy()
@@ -91,6 +94,36 @@ class KernelStep(LaunchStep):
     @property
     def name(self) -> str:
         return self.variants[0].name  # every variant and stage bears the kernel's name
+
+    @property
+    def device(self) -> torch.device:
+        return self.kernel.device
+
+    def loaded(self) -> bool:
+        return kernel_cache.is_loaded(self.variants[0], self.interpreted)
+
+    def compile_ahead(self, key: tuple[int, ...], capability: int, pool: compile_pool.Pool) -> None:
+        """Hand each stage's compile for this binding to `pool`: tensors as their dtypes, an input's
+        strides as the graph recorded them (a launch with others compiles its own specialization)."""
+        launch = self.launch(key)
+        if launch.empty:
+            return
+        binding = dict(zip(self.symbols, key, strict=True))
+        for stage in launch.stages:
+            args = stage.template.copy()
+            for position, (_, arg) in enumerate(stage.source.params):
+                if arg.kind == "tensor":
+                    args[position] = meta(arg.node).dtype
+                elif arg.kind == "stride":
+                    args[position] = concrete(meta(arg.node).stride()[arg.index], binding)
+                elif arg.kind == "output":
+                    args[position] = launch.outputs[arg.index][2]
+                elif arg.kind == "partials":
+                    args[position] = launch.partials[arg.index][1]
+            path = kernel_cache.kernel_file(stage.source)
+            stage.pending = pool.submit(
+                compile_pool.job(path, stage.source.name, args, stage.options, capability)
+            )
 
     def launch(self, key: tuple[int, ...]) -> Launch:
         """Concrete sizes and launch configuration for this binding of the symbols (cached)."""
@@ -170,6 +203,7 @@ class KernelStep(LaunchStep):
             self._check_gpu_compile(key, env, outputs, self.check_capability)
         for stage in launch.stages:
             if stage.launcher is None:
+                compile_pool.wait(stage.pending)
                 stage.launcher = self._launcher(stage)
             stage.launcher(*stage.arguments(env, outputs, partials))
         metrics.bump("kernels_launched", len(launch.stages))

@@ -1,0 +1,130 @@
+"""Seconds of a zoo model's first compiled call (forward and backward, fp32), per backend, from empty
+caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in a fresh process.
+
+    python benchmarks/first_call.py --device cuda --models gpt2 t5 --backends inductor fuser fuser-serial \
+        --repeats 3 --json first_call.json
+
+runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
+prints the median and the spread of each. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
+`inductor` (the default backend), `fuser` (its kernels compiled side by side by
+`fuser.runtime.compile_pool`), `fuser-serial` (each kernel compiled at its first launch:
+FUSER_COMPILE_WORKERS=0). For the fuser, `compile_graph_s` is the time inside its own compile step
+(`fuser.observing_compile`), Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BACKENDS = {  # name -> (torch.compile backend, environment)
+    "eager": ("eager", {}),
+    "aot_eager": ("aot_eager", {}),
+    "inductor": ("inductor", {}),
+    "fuser": ("fuser", {}),
+    "fuser-serial": ("fuser", {"FUSER_COMPILE_WORKERS": "0"}),
+}
+
+
+def one(model_name: str, backend_name: str, device: str) -> dict:
+    """The first call of `model_name` under `backend_name` in this process (its caches set by the caller)."""
+    import torch
+
+    from conformance.zoo.check import _loss_and_grads, _on
+    from conformance.zoo.models import ZOO
+
+    (zoo,) = [z for z in ZOO if z.name == model_name]
+    backend, _ = BACKENDS[backend_name]
+    torch.manual_seed(0)
+    model = zoo.build().to(device).train()
+    batch = _on(zoo.batch(), device)
+    inside = [0.0]
+    observing = contextlib.nullcontext()
+    if backend == "fuser":
+        import fuser
+
+        entered = []
+        observing = fuser.observing_compile(
+            lambda: entered.append(time.perf_counter()),
+            lambda: inside.__setitem__(0, inside[0] + time.perf_counter() - entered.pop()),
+        )
+    compiled = torch.compile(model, backend=backend)
+    with observing:
+        started = time.perf_counter()
+        _loss_and_grads(compiled, batch, zoo, "fp32")
+        if device == "cuda":
+            torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    return {
+        "model": model_name,
+        "backend": backend_name,
+        "first_call_s": round(seconds, 3),
+        "compile_graph_s": round(inside[0], 3) if backend == "fuser" else None,
+    }
+
+
+def _fresh_process(model: str, backend: str, device: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="first-call-") as caches:
+        inherited = {k: v for k, v in os.environ.items() if k != "FUSER_COMPILE_WORKERS"}
+        env = inherited | BACKENDS[backend][1]
+        env |= {
+            "TRITON_CACHE_DIR": f"{caches}/triton",
+            "TORCHINDUCTOR_CACHE_DIR": f"{caches}/inductor",
+            "FUSER_KERNEL_DIR": f"{caches}/fuser",
+        }
+        command = [sys.executable, __file__, "--device", device, "--one", model, backend]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"{model} under {backend} failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument(
+        "--models", nargs="+", default=["gpt2", "llama", "t5", "bert", "vit", "timm_convnext"]
+    )
+    parser.add_argument("--backends", nargs="+", default=["inductor", "fuser", "fuser-serial"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0, help="the order of the backends in each repeat")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--one", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one, args.device)))
+        return
+    unknown = sorted(set(args.backends) - set(BACKENDS))
+    if unknown:
+        parser.error(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
+    order = random.Random(args.seed)
+    runs = []
+    for repeat in range(args.repeats):
+        for model in args.models:
+            for backend in order.sample(args.backends, len(args.backends)):
+                run = _fresh_process(model, backend, args.device) | {"repeat": repeat}
+                print(json.dumps(run), flush=True)
+                runs.append(run)
+    print("\n| model | " + " | ".join(args.backends) + " |")
+    print("|---|" + "---|" * len(args.backends))
+    for model in args.models:
+        cells = []
+        for backend in args.backends:
+            seconds = [r["first_call_s"] for r in runs if r["model"] == model and r["backend"] == backend]
+            cells.append(f"{statistics.median(seconds):.1f} s ({min(seconds):.1f}–{max(seconds):.1f})")
+        print(f"| {model} | " + " | ".join(cells) + " |")
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Compiling a graph's kernels for the GPU side by side, in worker processes, before their first launch.
+
+Triton compiles a kernel at its first launch, one after another: a model's first call spent most of its
+time there (GPT-2's forward and backward: about 100 kernels). So when a graph with several kernels new to
+this process is compiled for CUDA, each kernel's launches are handed to a pool of worker processes at
+once, with arguments that specialize as the launch's will (`fuser.gpu_compile_check` binds them through
+Triton's own binder, with the options `JITFunction.run` adds); each worker writes its compile into
+Triton's disk cache. A launch waits for its own kernel's compile only, then finds it in the cache.
+
+Nothing here changes what runs: a compile a worker could not do, or whose key a launch does not match
+(an argument that specializes differently at run time), is compiled at the launch as before.
+
+The workers are `python -m fuser.runtime.compile_pool` processes (not multiprocessing's: its spawn
+re-runs a user's script that has no main guard), started at the first such graph and kept for the
+process's life. FUSER_COMPILE_WORKERS sets how many (0: none, every kernel compiles at its launch).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("fuser")
+
+WORKERS_ENV = "FUSER_COMPILE_WORKERS"
+# A graph with fewer new kernels than this compiles them at their launches: starting the workers
+# (each imports torch and Triton) costs more than a few compiles.
+MIN_NEW_KERNELS = 4
+
+
+def workers_wanted() -> int:
+    value = os.environ.get(WORKERS_ENV, "")
+    if value:
+        if not value.isdigit():
+            raise ValueError(
+                f"fuser: {WORKERS_ENV}={value!r}; expected a number of worker processes (0: none)"
+            )
+        return int(value)
+    return min(16, max(0, (os.cpu_count() or 1) - 1))
+
+
+Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
+
+
+def job(path: Path, name: str, args: list, options: dict[str, Any], capability: int) -> Job:
+    """A compile of kernel `name` in file `path` for launches with `args`: a tensor is given as its dtype
+    (a worker stands a small aligned CPU tensor in: a fresh CUDA allocation is aligned too), an integer
+    as itself."""
+    import torch
+
+    described = []
+    for arg in args:
+        if isinstance(arg, torch.dtype):  # a tensor of this dtype
+            described.append(["tensor", str(arg).removeprefix("torch.")])
+        elif isinstance(arg, bool) or not isinstance(arg, int):
+            raise TypeError(f"fuser: a compile job takes tensors and ints, not {type(arg).__name__}")
+        else:
+            described.append(["int", arg])
+    return {"path": str(path), "name": name, "args": described, "options": options, "capability": capability}
+
+
+class Pool:
+    """Worker processes, each compiling one job at a time; a thread per worker feeds it from one queue."""
+
+    def __init__(self, workers: int):
+        self.jobs: queue.Queue = queue.Queue()
+        self.processes = [
+            subprocess.Popen(
+                [sys.executable, "-m", "fuser.runtime.compile_pool"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(workers)
+        ]
+        for process in self.processes:
+            threading.Thread(target=self._feed, args=(process,), daemon=True).start()
+        atexit.register(self.close)
+
+    def submit(self, compile_job: Job) -> Future:
+        future: Future = Future()
+        self.jobs.put((compile_job, future))
+        return future
+
+    def _feed(self, process: subprocess.Popen) -> None:
+        while True:
+            compile_job, future = self.jobs.get()
+            if compile_job is None:
+                return
+            try:
+                process.stdin.write(json.dumps(compile_job) + "\n")
+                process.stdin.flush()
+                answer = process.stdout.readline()
+                if not answer:
+                    raise RuntimeError(f"compile worker {process.pid} exited ({process.poll()})")
+                future.set_result(json.loads(answer))
+            except Exception as error:  # the launch compiles it itself
+                future.set_result({"error": f"{type(error).__name__}: {error}"})
+
+    def close(self) -> None:
+        for _ in self.processes:
+            self.jobs.put((None, None))
+        for process in self.processes:
+            if process.poll() is None:
+                process.stdin.close()  # the worker's loop ends at end of input
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+
+_pool: Pool | None = None
+_lock = threading.Lock()
+
+
+def pool() -> Pool | None:
+    """The process's pool, started at the first call; None where FUSER_COMPILE_WORKERS is 0."""
+    global _pool
+    with _lock:
+        if _pool is None:
+            workers = workers_wanted()
+            if workers == 0:
+                return None
+            _pool = Pool(workers)
+        return _pool
+
+
+def ahead(steps: list, key: tuple[int, ...]) -> None:
+    """Hand the compiles of `steps`' CUDA kernels to the pool, for the launches of this binding of the
+    sizes, where enough of them are new to this process. A step offers `compile_ahead(key, capability,
+    pool)` and `loaded()`."""
+    launching = [s for s in steps if hasattr(s, "compile_ahead") and not s.interpreted]
+    new = [s for s in launching if not s.loaded()]
+    if len(new) < MIN_NEW_KERNELS:
+        return
+    import torch
+
+    if torch.version.hip is not None:
+        return  # the jobs are compiled for CUDA targets
+    shared = pool()
+    if shared is None:
+        return
+    major, minor = torch.cuda.get_device_capability(new[0].device)
+    for step in new:
+        try:
+            step.compile_ahead(key, 10 * major + minor, shared)
+        except Exception as error:  # it compiles at its launch, as without the pool
+            log.debug("fuser: %s not compiled ahead (%s: %s)", step.name, type(error).__name__, error)
+
+
+def wait(pending: Future | None) -> None:
+    """Until a submitted compile is done; a worker's failure is logged, and the launch compiles."""
+    if pending is None:
+        return
+    answer = pending.result()
+    if "error" in answer:
+        log.debug(
+            "fuser: a compile worker could not compile a kernel (%s); it compiles at its launch", answer
+        )
+
+
+# --- the worker process ---
+
+
+def _standin(dtype_name: str, made: dict) -> Any:
+    import torch
+
+    if dtype_name not in made:
+        made[dtype_name] = torch.empty(16, dtype=getattr(torch, dtype_name))
+    return made[dtype_name]
+
+
+def _compile(compile_job: Job, made: dict) -> dict[str, Any]:
+    from fuser import gpu_compile_check
+    from fuser.runtime import kernel_cache
+
+    started = time.perf_counter()
+    jit_fn = kernel_cache.load_file(Path(compile_job["path"]), compile_job["name"])
+    args = [_standin(value, made) if kind == "tensor" else value for kind, value in compile_job["args"]]
+    gpu_compile_check.compile_for_cuda(jit_fn, args, compile_job["options"], compile_job["capability"])
+    return {"seconds": time.perf_counter() - started}
+
+
+def main() -> None:
+    # Answers go through a copy of stdout; anything else printed (by Triton, by a tool) goes to stderr.
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    made: dict = {}
+    for line in sys.stdin:
+        try:
+            answer = _compile(json.loads(line), made)
+        except Exception as error:
+            answer = {"error": f"{type(error).__name__}: {str(error)[:2000]}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main()

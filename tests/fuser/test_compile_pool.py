@@ -1,0 +1,109 @@
+"""The compile pool (`fuser.runtime.compile_pool`): worker processes compile a graph's kernels side by side
+into Triton's disk cache before their first launch, and a launch then finds its kernel there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from fuser.explain import explain
+from fuser.runtime import compile_pool, kernel_cache
+
+
+def _bias_sigmoid(x, y):
+    return torch.sigmoid(x) * y + 1
+
+
+def test_a_worker_compiles_a_kernel_for_a_gpu_into_tritons_disk_cache_and_reports_what_it_cannot(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    (source,) = explain(_bias_sigmoid, torch.randn(37, 5), torch.randn(37, 5)).kernels
+    path = kernel_cache.kernel_file(source)
+    args = [torch.float32, torch.float32, torch.float32, 185]
+    options = {"BLOCK": 1024, "num_warps": 4}
+    pool = compile_pool.Pool(1)
+    try:
+        missing = pool.submit(compile_pool.job(path, "no_such_kernel", args, options, 90))
+        done = pool.submit(compile_pool.job(path, source.name, args, options, 90))
+        assert "no attribute 'no_such_kernel'" in missing.result(timeout=300)["error"]
+        assert done.result(timeout=300)["seconds"] > 0  # the same worker goes on after a failed job
+    finally:
+        pool.close()
+    cubins = list((tmp_path / "triton").rglob("*.cubin"))
+    assert len(cubins) == 1 and cubins[0].stem == source.name
+
+
+def test_a_compile_job_takes_tensors_as_dtypes_and_integers_and_names_anything_else():
+    made = compile_pool.job(Path("k.py"), "k", [torch.bfloat16, 7], {"BLOCK": 64}, 90)
+    assert json.loads(json.dumps(made))["args"] == [["tensor", "bfloat16"], ["int", 7]]
+    with pytest.raises(TypeError, match="not float"):
+        compile_pool.job(Path("k.py"), "k", [0.5], {}, 90)
+
+
+@pytest.mark.parametrize("value", ["-1", "many"])
+def test_a_bad_worker_count_is_named(value, monkeypatch):
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, value)
+    with pytest.raises(ValueError, match=f"FUSER_COMPILE_WORKERS={value!r}"):
+        compile_pool.workers_wanted()
+
+
+class _Step:
+    """A launching step as `ahead` sees one."""
+
+    interpreted = False
+    device = torch.device("cuda", 0)
+
+    def __init__(self, name: str, loaded: bool):
+        self.name, self._loaded, self.asked = name, loaded, []
+
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def compile_ahead(self, key, capability, pool) -> None:
+        self.asked.append((key, capability, pool))
+
+
+def test_only_a_graph_with_enough_kernels_new_to_the_process_hands_them_to_the_pool(monkeypatch):
+    started = []
+    monkeypatch.setattr(compile_pool, "pool", lambda: started.append("pool") or "the pool")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))
+    few = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS - 1)]
+    compile_pool.ahead([*few, _Step("old", loaded=True)], ())
+    assert started == [] and not any(s.asked for s in few)
+    enough = [*few, _Step("new", loaded=False)]
+    old = _Step("old", loaded=True)
+    compile_pool.ahead([*enough, old], (3,))
+    assert started == ["pool"]
+    assert all(s.asked == [((3,), 90, "the pool")] for s in enough) and old.asked == []
+
+
+def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(device, tmp_path, monkeypatch):
+    """Every kernel the first call launches was compiled by the pool: Triton's cache holds one cubin per
+    job and no more (a launch whose key differed from its job's would have compiled another)."""
+    if device != "cuda":
+        pytest.skip("needs FUSER_TEST_DEVICE=cuda")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    jobs = []
+    pool = compile_pool.Pool(2)
+    submit = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda job: jobs.append(job) or submit(job))
+    monkeypatch.setattr(compile_pool, "_pool", pool)
+
+    def program(a, b):  # four kernels: reductions over different dims, and a pointwise one
+        return a.sum(0), (a * 2).amax(1), torch.exp(b).sum(), torch.sigmoid(b) * 3
+
+    a, b = torch.randn(67, 129, device="cuda"), torch.randn(300, device="cuda")
+    try:
+        got = torch.compile(program, backend="fuser")(a, b)
+    finally:
+        pool.close()
+    for value, expected in zip(got, program(a, b), strict=True):
+        torch.testing.assert_close(value, expected)
+    assert len(jobs) >= compile_pool.MIN_NEW_KERNELS
+    cubins = list((tmp_path / "triton").rglob("*.cubin"))
+    distinct = {json.dumps(job, sort_keys=True) for job in jobs}
+    assert len(cubins) == len(distinct), sorted(c.stem for c in cubins)
