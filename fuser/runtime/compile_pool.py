@@ -12,7 +12,12 @@ Nothing here changes what runs: a compile a worker could not do, or whose key a 
 
 The workers are `python -m fuser.runtime.compile_pool` processes (not multiprocessing's: its spawn
 re-runs a user's script that has no main guard), started at the first such graph and kept for the
-process's life. FUSER_COMPILE_WORKERS sets how many (0: none, every kernel compiles at its launch).
+process's life. FUSER_COMPILE_WORKERS sets how many. It is off (0) by default until it is measured on
+a GPU: it is written and tested on the CPU (each piece; the compiles are for sm_90, with Triton's own
+compiler and ptxas), but whether the launches' own compiles find the workers' (the GPU test in
+tests/fuser/test_compile_pool.py) and what it saves a model's first call (benchmarks/first_call.py,
+tools/gpu/first_call_on_gpu.sh) are not yet measured; nor is what starting the workers costs where the
+disk cache is already warm. docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -36,17 +41,15 @@ WORKERS_ENV = "FUSER_COMPILE_WORKERS"
 # A graph with fewer new kernels than this compiles them at their launches: starting the workers
 # (each imports torch and Triton) costs more than a few compiles.
 MIN_NEW_KERNELS = 4
+WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
 
 
 def workers_wanted() -> int:
-    value = os.environ.get(WORKERS_ENV, "")
-    if value:
-        if not value.isdigit():
-            raise ValueError(
-                f"fuser: {WORKERS_ENV}={value!r}; expected a number of worker processes (0: none)"
-            )
-        return int(value)
-    return min(16, max(0, (os.cpu_count() or 1) - 1))
+    """FUSER_COMPILE_WORKERS: how many worker processes (0, the default: none)."""
+    value = os.environ.get(WORKERS_ENV, "") or "0"
+    if not value.isdigit():
+        raise ValueError(f"fuser: {WORKERS_ENV}={value!r}; expected a number of worker processes (0: none)")
+    return int(value)
 
 
 Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
@@ -162,7 +165,10 @@ def wait(pending: Future | None) -> None:
     """Until a submitted compile is done; a worker's failure is logged, and the launch compiles."""
     if pending is None:
         return
-    answer = pending.result()
+    try:
+        answer = pending.result(timeout=WAIT_S)
+    except TimeoutError:
+        answer = {"error": f"no answer within {WAIT_S} s"}
     if "error" in answer:
         log.debug(
             "fuser: a compile worker could not compile a kernel (%s); it compiles at its launch", answer

@@ -107,3 +107,9 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(device
     cubins = list((tmp_path / "triton").rglob("*.cubin"))
     distinct = {json.dumps(job, sort_keys=True) for job in jobs}
     assert len(cubins) == len(distinct), sorted(c.stem for c in cubins)
+
+
+def test_no_worker_starts_unless_asked_for(monkeypatch):
+    """Off by default until measured on a GPU (the module's docstring says what is left to measure)."""
+    monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
+    assert compile_pool.workers_wanted() == 0 and compile_pool.pool() is None

@@ -13,5 +13,5 @@ step env 30 0 bash -c versions
 step pool 120 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_compile_pool.py -q -p no:cacheprovider
 # shellcheck disable=SC2086  # MODELS and BACKENDS are lists
 step bench 600 5 "$PYTHON" benchmarks/first_call.py --device cuda --models ${MODELS:-gpt2} \
-    --backends ${BACKENDS:-inductor fuser fuser-serial} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
+    --backends ${BACKENDS:-inductor fuser fuser-pool} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
     --json "$OUT/first_call.json"
