@@ -9,11 +9,13 @@ a file per process. Then `python tools/probes/count_gpu_compiles.py DIR` tallies
     FUSER_CHECK_CUDA_COMPILE=90 COUNT_GPU_COMPILES=/tmp/keys pytest conformance/ -n 2 \
         -p tools.probes.count_gpu_compiles --conformance-tier quick -q
     python tools/probes/count_gpu_compiles.py /tmp/keys
+    python tools/probes/count_gpu_compiles.py /tmp/keys 200 1    # time 200 of them, one worker
 """
 
 from __future__ import annotations
 
 import collections
+import inspect
 import json
 import os
 import sys
@@ -27,6 +29,7 @@ def pytest_configure(config) -> None:
     if not folder:
         return
     from fuser import gpu_compile_check
+    from fuser.runtime import compile_pool
 
     Path(folder).mkdir(parents=True, exist_ok=True)
     sink = open(Path(folder) / f"keys-{os.getpid()}.jsonl", "a")  # noqa: SIM115 - open for the session
@@ -43,9 +46,9 @@ def pytest_configure(config) -> None:
             "blocks": {k: v for k, v in options.items() if k.isupper()},
             "test": test,
         }
-        text = Path(folder) / f"{jit_fn.cache_key}.py"
-        if not text.exists():
-            text.write_text(jit_fn.src)
+        described = [a.dtype if hasattr(a, "data_ptr") else a for a in args]
+        path = Path(inspect.getfile(jit_fn.fn))
+        line["job"] = compile_pool.job(path, jit_fn.__name__, described, options, capability)
         sink.write(json.dumps(line) + "\n")
         sink.flush()
 
@@ -79,5 +82,38 @@ def tally(folder: Path) -> None:
     )
 
 
+def time_sample(folder: Path, count: int, workers: int) -> None:
+    """Compile `count` distinct compiles drawn at random (seed 0) for sm_90, in `workers` worker processes
+    with an empty Triton cache, and print the seconds each took (the CPU cost of the GPU's compiles)."""
+    import random
+    import statistics
+    import tempfile
+
+    from fuser.runtime import compile_pool
+
+    keys = [
+        json.loads(line) for path in folder.glob("keys-*.jsonl") for line in path.read_text().splitlines()
+    ]
+    distinct = list({(k["source"], k["options"], k["specialization"]): k["job"] for k in keys}.values())
+    sample = random.Random(0).sample(distinct, min(count, len(distinct)))
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="count-gpu-compiles-")
+    pool = compile_pool.Pool(workers)
+    answers = [f.result() for f in [pool.submit(job) for job in sample]]
+    pool.close()
+    seconds = sorted(a["seconds"] for a in answers if "seconds" in a)
+    failed = [a["error"][:200] for a in answers if "error" in a]
+    print(f"compiled {len(seconds)} of {len(sample)} sampled ({len(failed)} failed: {failed[:3]})")
+    print(
+        f"seconds each: median {statistics.median(seconds):.3f}, mean {statistics.fmean(seconds):.3f}, "
+        f"p90 {seconds[int(0.9 * len(seconds))]:.3f}, max {seconds[-1]:.3f}"
+    )
+    print(
+        f"all {len(distinct)} distinct compiles at the mean: {len(distinct) * statistics.fmean(seconds):.0f} CPU s"
+    )
+
+
 if __name__ == "__main__":
-    tally(Path(sys.argv[1]))
+    if len(sys.argv) > 2:
+        time_sample(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+    else:
+        tally(Path(sys.argv[1]))
