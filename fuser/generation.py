@@ -17,7 +17,7 @@ from fuser import validation
 from fuser.codegen import KernelSource, PointwiseBuilder, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
-from fuser.row_codegen import ReadAtAnotherRow, RowBuilder, contiguous_rows, splittable, whole_inputs
+from fuser.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs
 from fuser.shapes import free_symbols
 
 
@@ -83,24 +83,13 @@ class Generated:
 
 
 def plan_and_generate(graph: fx.Graph, options: Options, bound: set) -> tuple[Plan, Generated]:
-    """Partition `graph` and generate each kernel whose sizes `bound` symbols cover. A kernel that reads
-    one of its reductions at another row (a slice of a row max, say) cannot hold it: partition again with
-    that reduction stored by its own kernel, until every such read goes through memory."""
-    stored: set[fx.Node] = set()
-    while True:
-        gate = None if options.unvalidated == "fuse" else validation.node_obstacle
-        plan = partition(graph, fuse=options.fuse, stored=frozenset(stored), gate=gate)
-        generated = Generated()
-        for step in plan.steps:
-            if isinstance(step, Kernel) and kernel_symbols(step) <= bound:
-                try:
-                    generated.record(step, generate(step))
-                except ReadAtAnotherRow as error:
-                    if error.node not in stored:
-                        stored.add(error.node)
-                        break
-                    generated.record(step, error)  # stored, yet still read in-kernel: a bug, not a retry
-                except Exception as error:
-                    generated.record(step, error)
-        else:
-            return plan, generated
+    """Partition `graph` and generate each kernel whose sizes `bound` symbols cover (the partition has
+    decided which reductions go through memory: a failure to generate is recorded, and its kernel runs
+    eagerly)."""
+    gate = None if options.unvalidated == "fuse" else validation.node_obstacle
+    plan = partition(graph, fuse=options.fuse, gate=gate)
+    generated = Generated()
+    for step in plan.steps:
+        if isinstance(step, Kernel) and kernel_symbols(step) <= bound:
+            generated.add(step, generate)
+    return plan, generated

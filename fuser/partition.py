@@ -27,6 +27,7 @@ from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
 from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
+from fuser.row_reads import reads_at_other_rows
 from fuser.shapes import same_shape
 
 log = logging.getLogger("fuser")
@@ -296,12 +297,29 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
     return scheduled
 
 
-def partition(
-    graph: fx.Graph, fuse: bool = True, stored: frozenset[fx.Node] = frozenset(), gate: Gate | None = None
-) -> Plan:
+def partition(graph: fx.Graph, fuse: bool = True, gate: Gate | None = None) -> Plan:
     """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel.
-    Nodes in `stored` end their kernel: it stores them, and their consumers load them. `gate` may keep a
-    lowerable node eager, saying why (the validation manifest: `fuser.validation.node_obstacle`)."""
+    `gate` may keep a lowerable node eager, saying why (the validation manifest:
+    `fuser.validation.node_obstacle`). A reduction that a row kernel would read at another row than its
+    own (through a slice or a flip, `fuser.row_reads`) is stored by its own kernel, and the graph split
+    again, until no kernel reads one so."""
+    stored: set[fx.Node] = set()
+    while True:
+        plan = _partition(graph, fuse, frozenset(stored), gate)
+        moved = {
+            reduction
+            for step in plan.steps
+            if isinstance(step, Kernel) and step.space is not None
+            for reduction in reads_at_other_rows(step)
+        }
+        if moved <= stored:
+            return plan
+        stored |= moved
+
+
+def _partition(graph: fx.Graph, fuse: bool, stored: frozenset[fx.Node], gate: Gate | None) -> Plan:
+    """One split of `graph`; nodes in `stored` end their kernel: it stores them, and their consumers load
+    them."""
     fallbacks: list[tuple[fx.Node, str]] = []
     fusible = _fusible_nodes(graph, fallbacks, gate)
     if not fuse:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import torch
 from torch import fx
 
-from fuser import ir, miscompiles
+from fuser import ir, miscompiles, row_reads
 from fuser.codegen import Arg, Builder, function, unflatten
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
@@ -66,7 +66,8 @@ def splittable(kernel: Kernel) -> bool:
 
 class ReadAtAnotherRow(NotImplementedError):
     """A kernel reads a reduction it computes at another row than the one it is reducing (a view such
-    as a slice or a flip of the reduced values): the reduction must be stored by its own kernel."""
+    as a slice or a flip of the reduced values). The partitioner stores such a reduction by its own kernel
+    (`fuser.row_reads`), so this is a disagreement between the two: a bug."""
 
     def __init__(self, node: fx.Node, index: Index):
         super().__init__(f"{node.name} is read at {index}, not at its own row")
@@ -91,14 +92,10 @@ class RowBuilder(Builder):
 
     # --- indices ---
     def full_index(self) -> Index:
-        shape, kept = self.space.shape, self.space.kept
-        return tuple("0" if same(s, 1) else (f"r{d}" if d in kept else f"c{d}") for d, s in enumerate(shape))
+        return row_reads.full_index(self.space)
 
     def row_index(self, shape) -> Index:
-        full = self.full_index()
-        if len(shape) == len(self.space.shape):
-            return tuple(i if d in self.space.kept else "0" for d, i in enumerate(full))
-        return tuple(full[d] for d in self.space.kept)
+        return row_reads.row_index(self.space, shape)
 
     def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
         return False  # a row kernel has no flat offset: it addresses every tensor through its index

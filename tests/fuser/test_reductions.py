@@ -153,6 +153,24 @@ def test_a_reduction_read_through_a_slice_goes_through_memory(device, view):
     assert report.num_kernels == 2 and report.fallbacks == []
 
 
+def test_the_partitioner_decides_which_reductions_go_through_memory_before_any_code_is_written(
+    device, monkeypatch
+):
+    # Each kernel is generated once: code generation no longer finds out, by failing, that a kernel reads
+    # a reduction at another row (slices of the row maxes and sums here) and makes the partition run again.
+    from fuser import generation
+
+    generated = []
+    generate = generation.generate
+    monkeypatch.setattr(generation, "generate", lambda kernel: generated.append(kernel) or generate(kernel))
+    x = torch.randn(5, 300, device=device)
+    program = lambda t: t.amax(-1)[1:] * 2 + t.sum(-1)[:-1]  # noqa: E731
+    report = fuser.explain(program, x, fuser_options={"strict": True})
+    torch.testing.assert_close(report.result, program(x))
+    assert report.num_kernels == 2 and report.fallbacks == []
+    assert len(generated) == len(set(map(id, generated))) == 2
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = fused_matches_eager(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
