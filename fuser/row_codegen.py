@@ -78,6 +78,7 @@ class RowBuilder(Builder):
     def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None):
         super().__init__(kernel)
         self.space = kernel.space
+        self.full = row_reads.full_index(kernel.space)  # an element's index: r{d} kept, c{d} reduced
         self.stage = stage  # None, "split_partials" or "split_combine"
         self.persistent = persistent or stage == "split_combine"
         self.partials: dict[fx.Node, str] = {}
@@ -92,10 +93,10 @@ class RowBuilder(Builder):
 
     # --- indices ---
     def full_index(self) -> Index:
-        return row_reads.full_index(self.space)
+        return self.full
 
     def row_index(self, shape) -> Index:
-        return row_reads.row_index(self.space, shape)
+        return row_reads.row_index(self.space, shape, self.full)
 
     def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
         return False  # a row kernel has no flat offset: it addresses every tensor through its index

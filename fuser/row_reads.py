@@ -36,9 +36,10 @@ def full_index(space: Space) -> Index:
     )
 
 
-def row_index(space: Space, shape) -> Index:
-    """The index of a value of the row (a reduction's result, keepdim or not) of `shape`."""
-    full = full_index(space)
+def row_index(space: Space, shape, full: Index | None = None) -> Index:
+    """The index of a value of the row (a reduction's result, keepdim or not) of `shape`; `full` is the
+    space's `full_index`, where the caller has it."""
+    full = full_index(space) if full is None else full
     if len(shape) == len(space.shape):
         return tuple(i if d in space.kept else "0" for d, i in enumerate(full))
     return tuple(full[d] for d in space.kept)
@@ -60,7 +61,11 @@ class _Names:
 
 def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
     """The reductions of row kernel `kernel` that it would read at another row than their own."""
+    movers = [n for n in kernel.computed if n.target in VIEW_BY_OVERLOAD or n.target in SCATTER_BY_OVERLOAD]
+    if not movers:
+        return set()  # only a view or a scatter maps an index to another row: pointwise ops broadcast it
     space, computed = kernel.space, set(kernel.computed)
+    full = full_index(space)
     names, seen, found = _Names(), set(), set()
 
     def visit(node: fx.Node, index: Index) -> None:
@@ -70,15 +75,15 @@ def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
         if is_reduction(node):
             if not space_of(node).same_as(space):
                 return  # the kernel cannot hold it at all (its generation says so)
-            if index != row_index(space, meta(node).shape):
+            if index != row_index(space, meta(node).shape, full):
                 found.add(node)
                 return
             source = reduction_input(node)
             if kind_of(node).emitter == "variance" and not any(
                 same(space.shape[d], 0) for d in space.reduced
             ):
-                visit(source, row_index(space, space.shape))  # the row's first value, its shift
-            visit(source, full_index(space))
+                visit(source, row_index(space, space.shape, full))  # the row's first value, its shift
+            visit(source, full)
         elif node.target in VIEW_BY_OVERLOAD:
             kind = VIEW_BY_OVERLOAD[node.target].name
             args = miscompiles.rewrite("view_args", bind_arguments(node), node=node)
@@ -101,9 +106,9 @@ def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
 
     for node in kernel.computed:
         if is_reduction(node):
-            visit(node, row_index(space, meta(node).shape))
+            visit(node, row_index(space, meta(node).shape, full))
     for member in kernel.members:
         shape = meta(member).shape
         whole = not is_reduction(member) and same_shape(shape, space.shape)
-        visit(member, full_index(space) if whole else row_index(space, shape))
+        visit(member, full if whole else row_index(space, shape, full))
     return found
