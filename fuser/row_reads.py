@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 
 from fuser import ir, miscompiles
 from fuser.nodes import bind_arguments, meta, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.ops import SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.reductions import Space, is_reduction, kind_of, reduction_input, space_of
 from fuser.shapes import same, same_shape
 from fuser.views import Index, broadcast_index, scatter_pieces, source_index
@@ -59,11 +59,31 @@ class _Names:
         return f"expr{self.count}"
 
 
+# The views that only drop, add or broadcast size-1 dims keep each index entry as it is (`views.source_index`
+# maps them without an index expression), so they never move a row; every other view and every scatter may.
+_KEEP_ROWS = {"expand", "unsqueeze", "squeeze", "alias", "broadcast_in_dim"}
+_MOVERS = frozenset(o for o, view in VIEW_BY_OVERLOAD.items() if view.name not in _KEEP_ROWS) | frozenset(
+    SCATTER_BY_OVERLOAD
+)
+
+
+def _moves_a_reduction(kernel: Kernel) -> bool:
+    """Whether a view that may move a row, or a scatter, reads one of the kernel's reductions, directly or
+    through other nodes of the kernel: only such a node can map an index to another row.
+    Most row kernels have none, and the compile step skips the walk (the perf gate counts it)."""
+    after: set[fx.Node] = set()  # the kernel's nodes downstream of one of its reductions
+    for node in kernel.computed:  # in graph order: a node's inputs come before it
+        if is_reduction(node) or any(i in after for i in node.all_input_nodes):
+            if node.target in _MOVERS and not is_reduction(node):
+                return True
+            after.add(node)
+    return False
+
+
 def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
     """The reductions of row kernel `kernel` that it would read at another row than their own."""
-    movers = [n for n in kernel.computed if n.target in VIEW_BY_OVERLOAD or n.target in SCATTER_BY_OVERLOAD]
-    if not movers:
-        return set()  # only a view or a scatter maps an index to another row: pointwise ops broadcast it
+    if not _moves_a_reduction(kernel):
+        return set()
     space, computed = kernel.space, set(kernel.computed)
     full = full_index(space)
     names, seen, found = _Names(), set(), set()
@@ -97,12 +117,9 @@ def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
                 kind, bind_arguments(node), index, meta(node).shape, shapes, names, kind
             ):
                 visit(sources[number], at)
-        elif node.target in POINTWISE_BY_OVERLOAD:
-            bound = bind_arguments(node)
-            for arg_name, _ in POINTWISE_BY_OVERLOAD[node.target].operands:
-                arg = bound[arg_name]
-                if isinstance(arg, fx.Node):
-                    visit(arg, broadcast_index(index, meta(node).shape, meta(arg).shape))
+        else:  # a pointwise op: its tensor operands, broadcast
+            for arg in node.all_input_nodes:
+                visit(arg, broadcast_index(index, meta(node).shape, meta(arg).shape))
 
     for node in kernel.computed:
         if is_reduction(node):
