@@ -171,6 +171,27 @@ def test_the_partitioner_decides_which_reductions_go_through_memory_before_any_c
     assert len(generated) == len(set(map(id, generated))) == 2
 
 
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda t: t.amax(-1).transpose(0, 1) + t.sum(-1),  # kept dims swapped: row (i, j) reads (j, i)
+        lambda t: t.amax(-1).permute(1, 0) * t.sum(-1),
+        lambda t: t.amax(-1)[:, -4:] * 2,  # a slice's start is an argument: not known to keep the row
+        lambda t: (t - t.amax(-1, keepdim=True)).exp().sum(-1).transpose(0, 1) / t.sum(-1),
+        lambda t: t - t.amax(-1, keepdim=True).expand(4, 4, 5),  # expand keeps rows: one kernel
+    ],
+    ids=["transpose", "permute", "slice", "softmax_sum_transposed", "expand"],
+)
+def test_the_partitioner_and_the_row_builder_agree_on_every_view_of_a_reduction(device, program):
+    # Strict: a reduction the partitioner leaves in a kernel that the builder then finds read at another
+    # row raises (ReadAtAnotherRow), so each program checks that the two agree; with the partitioner's
+    # walk turned off, the first four fail.
+    x = torch.randn(4, 4, 5, device=device)
+    report = fuser.explain(program, x, fuser_options={"strict": True})
+    torch.testing.assert_close(report.result, program(x))
+    assert report.fallbacks == [] and report.eager_calls == []
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = fused_matches_eager(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
