@@ -142,6 +142,8 @@ def ahead(steps: list, key: tuple[int, ...]) -> None:
     """Hand the compiles of `steps`' CUDA kernels to the pool, for the launches of this binding of the
     sizes, where enough of them are new to this process. A step offers `compile_ahead(key, capability,
     pool)` and `loaded()`."""
+    if _pool is None and workers_wanted() == 0:
+        return  # the default: every kernel compiles at its launch
     launching = [s for s in steps if hasattr(s, "compile_ahead") and not s.interpreted]
     new = [s for s in launching if not s.loaded()]
     if len(new) < MIN_NEW_KERNELS:

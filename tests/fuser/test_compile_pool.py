@@ -69,6 +69,7 @@ class _Step:
 
 def test_only_a_graph_with_enough_kernels_new_to_the_process_hands_them_to_the_pool(monkeypatch):
     started = []
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "2")
     monkeypatch.setattr(compile_pool, "pool", lambda: started.append("pool") or "the pool")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))
     few = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS - 1)]
@@ -113,3 +114,6 @@ def test_no_worker_starts_unless_asked_for(monkeypatch):
     """Off by default until measured on a GPU (the module's docstring says what is left to measure)."""
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     assert compile_pool.workers_wanted() == 0 and compile_pool.pool() is None
+    steps = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS)]
+    compile_pool.ahead(steps, ())
+    assert not any(s.asked for s in steps)
