@@ -22,7 +22,7 @@ from fuser.nodes import bind_arguments, meta, tensor_meta
 from fuser.ops import SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.reductions import Space, is_reduction, kind_of, reduction_input, space_of
 from fuser.shapes import same, same_shape
-from fuser.views import Index, broadcast_index, scatter_pieces, source_index
+from fuser.views import KEEPS_ENTRIES, Index, broadcast_index, scatter_pieces, source_index
 
 if TYPE_CHECKING:
     from fuser.partition import Kernel
@@ -36,10 +36,9 @@ def full_index(space: Space) -> Index:
     )
 
 
-def row_index(space: Space, shape, full: Index | None = None) -> Index:
+def row_index(space: Space, shape, full: Index) -> Index:
     """The index of a value of the row (a reduction's result, keepdim or not) of `shape`; `full` is the
-    space's `full_index`, where the caller has it."""
-    full = full_index(space) if full is None else full
+    space's `full_index` (its callers hold it)."""
     if len(shape) == len(space.shape):
         return tuple(i if d in space.kept else "0" for d, i in enumerate(full))
     return tuple(full[d] for d in space.kept)
@@ -59,10 +58,9 @@ class _Names:
         return f"expr{self.count}"
 
 
-# The views that only drop, add or broadcast size-1 dims keep each index entry as it is (`views.source_index`
-# maps them without an index expression), so they never move a row; every other view and every scatter may.
-_KEEP_ROWS = {"expand", "unsqueeze", "squeeze", "alias", "broadcast_in_dim"}
-_MOVERS = frozenset(o for o, view in VIEW_BY_OVERLOAD.items() if view.name not in _KEEP_ROWS) | frozenset(
+# The nodes that may map an index to another row: every scatter, and every view but those that only keep
+# index entries (`views.KEEPS_ENTRIES`).
+_MOVERS = frozenset(o for o, view in VIEW_BY_OVERLOAD.items() if view.name not in KEEPS_ENTRIES) | frozenset(
     SCATTER_BY_OVERLOAD
 )
 

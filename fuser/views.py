@@ -98,6 +98,12 @@ def _squeeze(index: Index, in_shape: Sequence[int], dims: Sequence[int] | None) 
     return tuple("0" if d in removed else next(out) for d in range(rank))
 
 
+# The view kinds whose mapping only drops, adds or broadcasts size-1 dims: each entry of the source's index
+# is an entry of the view's index, in the same order, or "0", and no index expression is made. They never
+# move a row of a row kernel (`fuser.row_reads`); every other kind may (tests/fuser/test_views.py).
+KEEPS_ENTRIES = frozenset({"expand", "unsqueeze", "squeeze", "alias", "broadcast_in_dim"})
+
+
 def source_index(
     kind: str, args: dict[str, Any], index: Index, in_shape, out_shape, sink: IndexSink, name: str
 ) -> Index:

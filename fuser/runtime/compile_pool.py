@@ -35,6 +35,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import torch
+
 log = logging.getLogger("fuser")
 
 WORKERS_ENV = "FUSER_COMPILE_WORKERS"
@@ -59,8 +61,6 @@ def job(path: Path, name: str, args: list, options: dict[str, Any], capability: 
     """A compile of kernel `name` in file `path` for launches with `args`: a tensor is given as its dtype
     (a worker stands a small aligned CPU tensor in: a fresh CUDA allocation is aligned too), an integer
     as itself."""
-    import torch
-
     described = []
     for arg in args:
         if isinstance(arg, torch.dtype):  # a tensor of this dtype
@@ -148,8 +148,6 @@ def ahead(steps: list, key: tuple[int, ...]) -> None:
     new = [s for s in launching if not s.loaded()]
     if len(new) < MIN_NEW_KERNELS:
         return
-    import torch
-
     if torch.version.hip is not None:
         return  # the jobs are compiled for CUDA targets
     shared = pool()
@@ -181,8 +179,6 @@ def wait(pending: Future | None) -> None:
 
 
 def _standin(dtype_name: str, made: dict) -> Any:
-    import torch
-
     if dtype_name not in made:
         made[dtype_name] = torch.empty(16, dtype=getattr(torch, dtype_name))
     return made[dtype_name]
