@@ -225,18 +225,19 @@ def _callable(graph_module, graph, built: Steps, binder, options, example_inputs
     slots, steps = built.slots, built.steps
     (output,) = [n for n in graph.nodes if n.op == "output"]
     frees = _frees(steps, built.reads, set(output.all_input_nodes), slots)
-    if backward:
-        return CompiledBackwardGraph(graph_module, steps, slots, frees, binder)
-    compiled = CompiledGraph(graph_module, steps, slots, frees, binder)
+    kind = CompiledBackwardGraph if backward else CompiledGraph
+    compiled = kind(graph_module, steps, slots, frees, binder)
     # A graph that launches nothing (views and getitems only: Dynamo's resume functions often are) has
     # nothing to replay.
     launches = any(not isinstance(s, EagerStep) or s.counted for s in steps)
-    if launches and options.cuda_graphs_for(example_inputs):
-        reason = cuda_graphs.unqualified_reason(graph)
+    mode = options.cuda_graph_mode(example_inputs)
+    if launches and mode is not None:
+        reason = cuda_graphs.unqualified_reason(graph, mode)
         if reason is None:
-            positions = cuda_graphs.output_positions(graph)
-            return cuda_graphs.ReplayedGraph(
-                compiled, compiled.device_tables, positions, f"graph of {len(steps)} step(s)"
-            )
+            replayed = cuda_graphs.ReplayedBackwardGraph if backward else cuda_graphs.ReplayedGraph
+            # A backward graph's inputs (saved tensors, gradients) are not guarded by Dynamo: its key
+            # holds their strides, which its launches were captured with.
+            name = f"{'backward' if backward else 'forward'} graph of {len(steps)} step(s)"
+            return replayed(compiled, compiled.device_tables, name, strides=backward)
         log.debug("not replayed as a CUDA graph: %s", reason)
     return compiled

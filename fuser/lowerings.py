@@ -9,12 +9,20 @@ the source of every `lib.*` helper they call and, on the interpreter (`cpu`), th
 with (NumPy `libdevice` functions, the reductions and bfloat16 conversions). So editing a lowering
 stales that op's manifest entries, and a change to shared code generation stales every entry whose
 kernels it changes. Fingerprints are computed once per version of the fuser's source and cached on disk.
+
+The gate (`fuser.validation`) reads them from `fuser/manifest/fingerprints.json` instead, where that
+table was written for this very source (`python -m fuser.write_fingerprints` writes it; CI fails while it is out
+of date): computing them cost a fresh machine's first compile 5 s on the CPU and about 10 s on the GPU
+host for GPT-2's 42 ops (session 15). The table holds no torch or Python version: a fingerprint hashes
+kernels generated from graphs built without tracing, and the sm_90 entries validated under torch 2.11
+and Python 3.12 match those computed under torch 2.13 and Python 3.11 (`manifest_check`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import os
 import re
 import sys
@@ -192,14 +200,21 @@ def _backward_decompositions(overload) -> list[str]:
     return found
 
 
-def source_key() -> str:
-    """A hash of the fuser's own source and the versions it generates code with: fingerprints computed
-    under one key hold for every process with that key, so they are computed once and cached."""
-    digest = hashlib.sha256(f"{torch.__version__} {sys.version_info[:2]}".encode())
+@cache
+def fuser_source_hash() -> str:
+    """A hash of the fuser's own source files (subpackages too: an edit in fuser/interpreter/ counts)."""
+    digest = hashlib.sha256()
     root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):  # subpackages too: an edit in fuser/interpreter/ counts
+    for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def source_key() -> str:
+    """The fuser's source and the versions it generates code with: fingerprints computed under one key
+    hold for every process with that key, so they are computed once and cached."""
+    versions = f"{torch.__version__} {sys.version_info[:2]} {fuser_source_hash()}"
+    return hashlib.sha256(versions.encode()).hexdigest()[:16]
 
 
 @cache
@@ -229,3 +244,31 @@ def fingerprint(name: str, arch: str) -> str:
         temporary.write(value)
     os.replace(temporary.name, path)  # atomic: concurrent processes write the same value
     return value
+
+
+SHIPPED = Path(__file__).parent / "manifest" / "fingerprints.json"
+
+
+@cache
+def _shipped() -> dict[str, dict[str, str]]:
+    """The committed table's fingerprints by arch and op, where it was written for this source; else {}."""
+    try:
+        table = json.loads(SHIPPED.read_text())
+    except (OSError, ValueError):
+        return {}
+    return table["fingerprints"] if table.get("source") == fuser_source_hash() else {}
+
+
+def gate_fingerprint(name: str, arch: str) -> str:
+    """What the gate compares a manifest entry with: the committed table's fingerprint where the table
+    was written for this very source, else the fingerprint computed (or cached on disk)."""
+    shipped = _shipped().get(arch, {}).get(name)
+    return shipped if shipped is not None else fingerprint(name, arch)
+
+
+def shipped_table(archs: list[str]) -> dict:
+    """The table `python -m fuser.write_fingerprints` writes: every lowered op's fingerprint on each arch."""
+    return {
+        "source": fuser_source_hash(),
+        "fingerprints": {arch: {name: fingerprint(name, arch) for name in lowerings()} for arch in archs},
+    }

@@ -53,18 +53,19 @@ class Options:
     # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
     # purpose, while developing or validating a lowering. FUSER_UNVALIDATED sets the default.
     unvalidated: str = "eager"
-    # Replay a CUDA graph of a forward graph that only writes into its inputs (a compiled optimizer
-    # step) while its inputs keep their addresses (`fuser.cuda_graphs`). None (the default): on for
-    # CUDA graphs that get horizontal fusion; FUSER_CUDA_GRAPHS=1 or 0 sets it.
+    # Replay CUDA graphs of compiled graphs (`fuser.cuda_graphs`). None (the default): of graphs that only
+    # write into their inputs (a compiled optimizer step), on CUDA graphs that get horizontal fusion;
+    # True: of any graph of static shape (new outputs from memory each capture owns); False: never.
+    # FUSER_CUDA_GRAPHS=1 or 0 sets it.
     cuda_graphs: bool | None = None
 
-    def cuda_graphs_for(self, example_inputs: list[Any]) -> bool:
-        """Whether a qualifying graph over these inputs is replayed as a CUDA graph: as asked, else
-        where its inputs are on a GPU and it gets horizontal fusion (what the recorded GPU runs
-        validated together)."""
+    def cuda_graph_mode(self, example_inputs: list[Any]) -> str | None:
+        """Which graphs over these inputs are replayed as CUDA graphs (`fuser.cuda_graphs.MODES`): "any",
+        "inputs" (those that only write their inputs, by default where the inputs are on a GPU and
+        horizontal fusion is on: what the recorded GPU runs validated together), or None."""
         if self.cuda_graphs is not None:
-            return self.cuda_graphs
-        return _on_cuda(example_inputs) and self.horizontal
+            return "any" if self.cuda_graphs else None
+        return "inputs" if _on_cuda(example_inputs) and self.horizontal else None
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:

@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 from torch import fx
 
-from fuser.lowerings import DTYPE_NAMES, fingerprint, lowerings, op_name
+from fuser.lowerings import DTYPE_NAMES, gate_fingerprint, lowerings, op_name
 from fuser.nodes import meta, tensor_meta
 
 log = logging.getLogger("fuser")
@@ -71,7 +71,7 @@ class Entry:
 
     @property
     def fresh(self) -> bool:
-        return self.fingerprint == fingerprint(self.op, self.arch)
+        return self.fingerprint == gate_fingerprint(self.op, self.arch)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ def test_a_graph_that_only_writes_its_cuda_inputs_qualifies():
     assert cuda_graphs.unqualified_reason(graph_of(in_place, "cuda", "cuda")) is None
     returns_input = graph_of(lambda g, xs: (xs[1],), "cuda", "cuda")
     assert cuda_graphs.unqualified_reason(returns_input) is None
-    assert cuda_graphs.output_positions(returns_input) == [1]
 
 
 def test_a_cpu_input_a_fresh_output_or_a_random_op_disqualifies():
@@ -94,7 +93,7 @@ def replayed(fail=False):
         fuser.metrics.bump("kernels_launched", 2)
         return [runs[-1][0]]
 
-    return cuda_graphs.ReplayedGraph(run, lambda: [], [0], "test graph"), runs
+    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph"), runs
 
 
 def test_captured_when_addresses_repeat_then_replayed_while_they_hold(stand_in):
@@ -128,7 +127,7 @@ def test_at_most_three_captures_and_none_after_a_failure(stand_in):
         failing([t])
     with pytest.raises(RuntimeError):  # the capture failed: logged, disabled, then run as usual (raises)
         failing([t])
-    assert failing.disabled and failing.captures == 1
+    assert failing.disabled and not failing.captures and len(stand_in) == cuda_graphs.MAX_CAPTURES + 1
 
 
 def test_by_default_horizontal_fusion_is_on_and_cuda_graphs_come_with_it_on_cuda_only(monkeypatch):
@@ -137,14 +136,139 @@ def test_by_default_horizontal_fusion_is_on_and_cuda_graphs_come_with_it_on_cuda
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
     default = fuser.options.Options.from_dict({})
-    assert default.horizontal and default.cuda_graphs_for(on_gpu) and not default.cuda_graphs_for(on_cpu)
-    assert not fuser.options.Options.from_dict({"horizontal": False}).cuda_graphs_for(on_gpu)
+    # By default only graphs that write into their inputs (an optimizer step) are replayed.
+    assert default.horizontal and default.cuda_graph_mode(on_gpu) == "inputs"
+    assert default.cuda_graph_mode(on_cpu) is None
+    assert fuser.options.Options.from_dict({"horizontal": False}).cuda_graph_mode(on_gpu) is None
     monkeypatch.setenv("FUSER_HORIZONTAL", "0")
     assert not fuser.options.Options.from_dict({}).horizontal
     horizontal = fuser.options.Options.from_dict({"horizontal": True})
-    assert horizontal.cuda_graphs_for(on_gpu) and not horizontal.cuda_graphs_for(on_cpu)
-    assert not fuser.options.Options.from_dict({"horizontal": True, "cuda_graphs": False}).cuda_graphs_for(
-        on_gpu
+    assert horizontal.cuda_graph_mode(on_gpu) == "inputs" and horizontal.cuda_graph_mode(on_cpu) is None
+    assert (
+        fuser.options.Options.from_dict({"horizontal": True, "cuda_graphs": False}).cuda_graph_mode(on_gpu)
+        is None
     )
-    monkeypatch.setenv("FUSER_CUDA_GRAPHS", "1")
-    assert fuser.options.Options.from_dict({}).cuda_graphs_for(on_gpu)
+    monkeypatch.setenv("FUSER_CUDA_GRAPHS", "1")  # any graph of static shape
+    assert fuser.options.Options.from_dict({}).cuda_graph_mode(on_gpu) == "any"
+
+
+def test_in_mode_any_a_fresh_output_qualifies_but_symbolic_sizes_do_not():
+    fresh = graph_of(lambda g, xs: (g.call_function(aten.mul.Scalar, (xs[0], 2.0)),), "cuda")
+    assert cuda_graphs.unqualified_reason(fresh, "any") is None
+    assert "is not one of the inputs" in cuda_graphs.unqualified_reason(fresh, "inputs")
+    shapes = torch.fx.experimental.symbolic_shapes.ShapeEnv()
+    with FakeTensorMode(shape_env=shapes):
+        value = torch.empty(shapes.create_unbacked_symint(), 3, device="cuda")
+    fresh.find_nodes(op="placeholder")[0].meta["val"] = value
+    assert "has symbolic sizes" in cuda_graphs.unqualified_reason(fresh, "any")
+
+
+def doubling(strides=False):
+    """A graph whose output is new: what a capture owns."""
+    runs = []
+
+    def run(args):
+        runs.append(list(args))
+        (x,) = args
+        args.clear()
+        return [x * 2, None]
+
+    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph", strides=strides), runs
+
+
+def test_a_capture_is_replayed_only_once_the_caller_holds_nothing_it_returned(stand_in):
+    call, runs = doubling()
+    x = torch.ones(3)
+    first = call([x])  # run as usual
+    second = call([x])  # captured (A) and replayed: its output is A's memory
+    assert len(stand_in) == 1 and stand_in[0].replays == 1 and len(runs) == 2 and second[1] is None
+    third = call([x])  # the caller still holds A's output: a second capture (B), not a replay of A
+    assert len(stand_in) == 2 and stand_in[1].replays == 1
+    assert third[0].data_ptr() != second[0].data_ptr() != first[0].data_ptr()
+    view = second[0][1:]  # a view of A's output keeps A held too
+    del second
+    call([x])
+    assert len(stand_in) == 3 and [g.replays for g in stand_in] == [1, 1, 1]  # A held by the view: C
+    del view
+    fourth = call([x])  # A is free: replayed, its output at the same place as before
+    assert [g.replays for g in stand_in] == [2, 1, 1] and len(runs) == 4
+    del third, fourth
+    kept = [call([x]) for _ in range(4)]  # every capture held: at most three, then run as usual
+    assert len(stand_in) == cuda_graphs.MAX_CAPTURES and len(runs) == 4 + 1
+    assert [g.replays for g in stand_in] == [3, 2, 2]
+    assert len({out[0].data_ptr() for out in kept}) == 4  # four live results, four places
+
+
+def test_a_backward_graph_replays_only_at_the_strides_it_was_captured_with(stand_in):
+    call, runs = doubling(strides=True)
+    base = torch.ones(4, 4)
+    call([base])
+    call([base])
+    assert len(stand_in) == 1 and stand_in[0].replays == 1
+    call([base.t()])  # the same address, transposed: run as usual
+    assert stand_in[0].replays == 1 and len(runs) == 3
+
+
+def test_an_output_viewing_an_input_is_never_replayed(stand_in):
+    def run(args):
+        (x,) = args
+        args.clear()
+        return [x[1:]]
+
+    call = cuda_graphs.ReplayedGraph(run, lambda: [], "test graph")
+    x = torch.arange(4.0)
+    for _ in range(3):
+        out = call([x])
+        assert out[0].data_ptr() == x[1:].data_ptr()  # the caller's memory, as eager returns it
+    assert call.disabled and not call.captures and len(stand_in) == 1
+
+
+# --- the real thing: compiled graphs replayed on a GPU (FUSER_TEST_DEVICE=cuda), run as usual on the CPU ---
+
+
+def chain(x, y):
+    return torch.tanh(torch.sigmoid(x * y + 1.0) * x) - y
+
+
+def test_any_graph_replayed_stays_right_as_inputs_change_values_and_places_and_results_are_kept(device):
+    fuser.reset_counters()
+    compiled = torch.compile(chain, backend="fuser", options={"cuda_graphs": True})
+    x, y = torch.randn(1000, device=device), torch.randn(1000, device=device)
+    for step in range(10):
+        if step == 5:
+            x = torch.randn(1000, device=device)  # a new place: run as usual, then captured there too
+        if step in (3, 7):
+            x.add_(1.0)  # mutated in place between calls
+        y.copy_(torch.randn(1000))  # new values at the same place
+        out = compiled(x, y)  # the last result is kept while the next is computed
+        torch.testing.assert_close(out, chain(x, y))
+    replays = fuser.counters()["graph_replays"]
+    assert (replays >= 5) if device == "cuda" else replays == 0, fuser.counters()
+    kept = []
+    for _ in range(6):  # every result kept: no replay may overwrite one
+        y.copy_(torch.randn(1000))
+        kept.append((compiled(x, y), chain(x, y)))
+    for got, want in kept:
+        torch.testing.assert_close(got, want)
+
+
+def test_a_training_step_replayed_forward_and_backward_matches_eager(device):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU()).to(device)
+    reference = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU()).to(
+        device
+    )
+    reference.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="fuser", options={"cuda_graphs": True})
+    fuser.reset_counters()
+    for _ in range(6):
+        x = torch.randn(8, 16, device=device)
+        for net in (compiled, reference):
+            net.zero_grad(set_to_none=True)
+            loss = (net(x) ** 2).mean()
+            loss.backward()
+        for got, want in zip(model.parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(got.grad, want.grad)
+    replays = fuser.counters()["graph_replays"]
+    # Forward and backward each replay from their third call on.
+    assert (replays >= 2 * 3) if device == "cuda" else replays == 0, fuser.counters()

@@ -175,3 +175,26 @@ def test_a_change_to_an_ops_gradient_decomposition_stales_that_op_alone(monkeypa
     after = {name: compute_fingerprint(name, "cpu") for name in names}
     assert after["aten.logit.default"] != before["aten.logit.default"]
     assert [after[n] for n in names[1:]] == [before[n] for n in names[1:]]
+
+
+def test_the_committed_fingerprint_table_is_this_source_s_and_holds_what_is_computed_today():
+    # The gate reads fingerprints from this table instead of generating every op's probe kernels at a
+    # fresh machine's first compile (5 s of GPT-2's on the CPU): it must be written for this very source.
+    table = json.loads(lowerings.SHIPPED.read_text())
+    assert table["source"] == lowerings.fuser_source_hash(), (
+        "fuser/manifest/fingerprints.json was written for another version of the fuser's source: "
+        "run `python -m fuser.write_fingerprints` and commit it"
+    )
+    archs = sorted(path.stem for path in lowerings.SHIPPED.parent.glob("*.toml"))
+    assert table == lowerings.shipped_table(archs)
+
+
+def test_the_gate_reads_the_committed_table_only_where_it_was_written_for_this_source(tmp_path, monkeypatch):
+    name, computed = "aten.neg.default", lowerings.fingerprint("aten.neg.default", "cpu")
+    planted = tmp_path / "fingerprints.json"
+    monkeypatch.setattr(lowerings, "SHIPPED", planted)
+    for source, want in ((lowerings.fuser_source_hash(), "0" * 16), ("another source", computed)):
+        planted.write_text(json.dumps({"source": source, "fingerprints": {"cpu": {name: "0" * 16}}}))
+        lowerings._shipped.cache_clear()
+        assert lowerings.gate_fingerprint(name, "cpu") == want
+    lowerings._shipped.cache_clear()
