@@ -238,6 +238,7 @@ def _callable(graph_module, graph, built: Steps, binder, options, example_inputs
             # A backward graph's inputs (saved tensors, gradients) are not guarded by Dynamo: its key
             # holds their strides, which its launches were captured with.
             name = f"{'backward' if backward else 'forward'} graph of {len(steps)} step(s)"
-            return replayed(compiled, compiled.device_tables, name, strides=backward)
+            written = cuda_graphs.written_inputs(graph)
+            return replayed(compiled, compiled.device_tables, name, strides=backward, written=written)
         log.debug("not replayed as a CUDA graph: %s", reason)
     return compiled

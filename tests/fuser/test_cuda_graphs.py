@@ -44,6 +44,9 @@ def test_a_graph_that_only_writes_its_cuda_inputs_qualifies():
     assert cuda_graphs.unqualified_reason(graph_of(in_place, "cuda", "cuda")) is None
     returns_input = graph_of(lambda g, xs: (xs[1],), "cuda", "cuda")
     assert cuda_graphs.unqualified_reason(returns_input) is None
+    # The input it writes is never copied into a buffer of the capture (the write would miss it).
+    assert cuda_graphs.written_inputs(graph_of(in_place, "cuda", "cuda")) == {0}
+    assert cuda_graphs.written_inputs(returns_input) == set()
 
 
 def test_a_cpu_input_a_fresh_output_or_a_random_op_disqualifies():
@@ -110,24 +113,37 @@ def test_captured_when_addresses_repeat_then_replayed_while_they_hold(stand_in):
     counts = fuser.counters()
     assert counts["graph_replays"] == 2 and counts["kernels_launched"] == 2 * 2
     moved = torch.zeros(5)
-    call([a, moved])  # an input moved: run as usual, never the stale graph
-    assert stand_in[0].replays == 2 and len(runs) == 3
+    call([a, moved])  # an input moved: never the stale graph; a capture that copies that input in
+    assert stand_in[0].replays == 2 and len(stand_in) == 2 and len(runs) == 2 + 2  # a warm run, the capture
+    assert list(call.captures[1].copied) == [1]
+    again = torch.ones(5)
+    assert call([a, again])[0] is a and stand_in[1].replays == 1 and len(runs) == 4
+    assert torch.equal(call.captures[1].copied[1], again)  # what the replay read
 
 
-def test_at_most_three_captures_and_none_after_a_failure(stand_in):
-    call, _ = replayed()
-    tensors = [torch.zeros(2) for _ in range(10)]
-    for t in tensors:  # addresses that change every second call: a capture each time they repeat
-        call([t])
-        call([t])
-    assert len(stand_in) == cuda_graphs.MAX_CAPTURES
+def test_inputs_that_move_every_call_are_copied_in_and_no_capture_follows_a_failure(stand_in):
+    call, runs = replayed()
+    tensors = [torch.full((2,), float(i)) for i in range(6)]
+    for t in tensors:
+        assert call([t])[0] is t  # the caller's tensor back, never the capture's buffer
+    # The first call runs; the second makes a warm run over the buffer and the capture; four replays.
+    assert len(stand_in) == 1 and stand_in[0].replays == 4 and len(runs) == 3
+    assert torch.equal(call.captures[0].copied[0], tensors[-1])
     failing, _ = replayed(fail=True)
     t = torch.zeros(2)
     with pytest.raises(RuntimeError):
         failing([t])
     with pytest.raises(RuntimeError):  # the capture failed: logged, disabled, then run as usual (raises)
         failing([t])
-    assert failing.disabled and not failing.captures and len(stand_in) == cuda_graphs.MAX_CAPTURES + 1
+    assert failing.disabled and not failing.captures and len(stand_in) == 2
+
+
+def test_an_input_the_graph_writes_is_never_copied(stand_in):
+    call, runs = replayed()
+    call.written = frozenset({0})
+    for _ in range(3):
+        call([torch.zeros(2)])  # it moves every call: a copy would take the write
+    assert not stand_in and len(runs) == 3
 
 
 def test_by_default_horizontal_fusion_is_on_and_cuda_graphs_come_with_it_on_cuda_only(monkeypatch):
@@ -200,13 +216,13 @@ def test_a_capture_is_replayed_only_once_the_caller_holds_nothing_it_returned(st
 
 
 def test_a_backward_graph_replays_only_at_the_strides_it_was_captured_with(stand_in):
-    call, runs = doubling(strides=True)
+    call, _ = doubling(strides=True)
     base = torch.ones(4, 4)
     call([base])
     call([base])
     assert len(stand_in) == 1 and stand_in[0].replays == 1
-    call([base.t()])  # the same address, transposed: run as usual
-    assert stand_in[0].replays == 1 and len(runs) == 3
+    call([base.t()])  # the same address, transposed: not the stale capture, a new one that copies it in
+    assert stand_in[0].replays == 1 and call.captures[1].copied[0].stride() == (1, 4)
 
 
 def test_an_output_viewing_an_input_is_never_replayed(stand_in):
