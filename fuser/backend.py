@@ -24,6 +24,7 @@ from fuser.foreach import foreach_decompositions
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
 from fuser.reductions import REDUCTION_BY_OVERLOAD
+from fuser.runtime import compile_pool
 
 aten = torch.ops.aten
 
@@ -160,6 +161,9 @@ def fuser_backend(
     if mode is not None:
         raise ValueError(f"fuser: torch.compile mode {mode!r} is not supported; the fuser has no modes")
     chosen = Options.from_dict(options)
+    # Workers asked for (FUSER_COMPILE_WORKERS) start now, importing torch and Triton while AOTAutograd
+    # traces, rather than at the first graph's kernels, where the first launch would wait for them.
+    compile_pool.start_for(example_inputs)
     forward = functools.partial(compile_graph, options=chosen)
     backward = functools.partial(compile_graph, options=chosen, backward=True)
     return aot_module_simplified(

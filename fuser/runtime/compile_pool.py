@@ -11,13 +11,13 @@ Nothing here changes what runs: a compile a worker could not do, or whose key a 
 (an argument that specializes differently at run time), is compiled at the launch as before.
 
 The workers are `python -m fuser.runtime.compile_pool` processes (not multiprocessing's: its spawn
-re-runs a user's script that has no main guard), started at the first such graph and kept for the
-process's life. FUSER_COMPILE_WORKERS sets how many. It is off (0) by default until it is measured on
-a GPU: it is written and tested on the CPU (each piece; the compiles are for sm_90, with Triton's own
-compiler and ptxas), but whether the launches' own compiles find the workers' (the GPU test in
-tests/fuser/test_compile_pool.py) and what it saves a model's first call (benchmarks/first_call.py,
-tools/gpu/first_call_on_gpu.sh) are not yet measured; nor is what starting the workers costs where the
-disk cache is already warm. docs/design.md, "Compiling ahead".
+re-runs a user's script that has no main guard), started when the backend is first handed a graph over
+CUDA tensors (`start_for`: they import torch and Triton while AOTAutograd traces) and kept for the
+process's life. FUSER_COMPILE_WORKERS sets how many; it is off (0) by default. On the lent H100 (session
+15) a launch found every kernel a worker compiled (tests/fuser/test_compile_pool.py on CUDA), but with the
+workers started at the first graph's kernels the pool did not shorten a first call (gpt2 38.9 s against
+33.0 s without it; records/first-call-h100-2026-11-28-s15.md); starting them with the backend is not yet
+measured. docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -124,6 +124,16 @@ class Pool:
 
 _pool: Pool | None = None
 _lock = threading.Lock()
+
+
+def start_for(example_inputs: list) -> None:
+    """Start the pool, where workers are asked for and the graph's inputs are on a CUDA device."""
+    if (
+        workers_wanted()
+        and torch.version.hip is None
+        and any(getattr(t, "is_cuda", False) for t in example_inputs)
+    ):
+        pool()
 
 
 def pool() -> Pool | None:

@@ -119,3 +119,23 @@ def test_no_worker_starts_unless_asked_for(monkeypatch):
     steps = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS)]
     compile_pool.ahead(steps, ())
     assert not any(s.asked for s in steps)
+
+
+def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(monkeypatch):
+    # Started as the backend gets its first CUDA graph, so the workers import torch and Triton while
+    # AOTAutograd traces, not while the first launch waits.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    started = []
+    monkeypatch.setattr(compile_pool, "Pool", lambda workers: started.append(workers) or object())
+    monkeypatch.setattr(compile_pool, "_pool", None)
+    with FakeTensorMode():
+        on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
+    monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
+    compile_pool.start_for(on_gpu)
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
+    compile_pool.start_for(on_cpu)
+    assert not started
+    compile_pool.start_for(on_gpu)
+    compile_pool.start_for(on_gpu)  # one pool a process
+    assert started == [3]
