@@ -13,18 +13,16 @@ partitioned.
 from __future__ import annotations
 
 import hashlib
-import math
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
 from fuser import ir, miscompiles
-from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, triton_name, value_dtype
+from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
 from fuser.partition import Kernel
@@ -107,44 +105,6 @@ def _describe(node: fx.Node) -> str:
     return f"{node.name} = {node.target}({args})"
 
 
-# Rendered constants by (type, repr, dtype, logical): rounding through torch costs about 2 ms a call while
-# the backend compiles (under fake tensors), and a 200-parameter optimizer step renders the same few
-# constants thousands of times. repr keeps -0.0 apart from 0.0 and makes nan a key that matches itself.
-_CONSTANTS: dict[tuple, str] = {}
-
-
-def _constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None = None) -> str:
-    key = (type(value), repr(value), dtype, logical)
-    source = _CONSTANTS.get(key)
-    if source is None:
-        source = _CONSTANTS[key] = _render_constant(value, dtype, logical)
-    return source
-
-
-def _render_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None) -> str:
-    """A Python scalar as a Triton constant of `dtype`, first rounded to `logical` where eager rounds it
-    (a comparison with a half tensor compares against the half value), and wrapped as eager wraps it
-    (int8 + 300). Floats start from float64, so a float64 kernel sees 0.1 exactly."""
-    start = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
-    cast = start.to(logical or dtype).to(dtype).item()
-    if dtype == torch.bool:
-        return f"tl.full([], {bool(cast)}, tl.int1)"
-    name = triton_name(value_dtype(dtype))
-    if not dtype.is_floating_point:
-        return f"tl.full([], {int(cast)}, {name})"
-    if cast != cast:
-        return f'tl.full([], float("nan"), {name})'
-    if abs(cast) == float("inf"):
-        return f'tl.full([], {"" if cast > 0 else "-"}float("inf"), {name})'
-    if cast == 0 and math.copysign(1.0, cast) < 0:
-        # Triton builds a -0.0 constant as +0.0 (and negating it computes 0 - 0): spell out the sign bit.
-        bits = {torch.float64: ("-9223372036854775808", "tl.int64")}.get(
-            value_dtype(dtype), ("-2147483648", "tl.int32")
-        )
-        return f"tl.full([], {bits[0]}, {bits[1]}).to({name}, bitcast=True)"
-    return f"tl.full([], {cast!r}, {name})"
-
-
 def unflatten(flat: str, dims, shape, prefix: str, level: int) -> list[ir.Assign]:
     """Assignments turning the flat position `flat` into one index per dim of `dims` (row-major, size-1
     dims skipped): `{prefix}{d}`, with `size{d}` the runtime size of dim d."""
@@ -208,12 +168,13 @@ class Builder:
         """The level of an expression: the highest level of the names it reads."""
         return max((self.levels.get(name, 0) for name in expr.reads), default=0)
 
-    def mask_for(self, level: int) -> ir.Expr:
-        return ir.over(", mask=mask", "mask") if level > 0 else ir.Expr("")
+    def mask_for(self, level: int) -> str | None:
+        """The mask of an access at `level` (None: a scalar, unmasked)."""
+        return "mask" if level > 0 else None
 
-    def load_hints(self, level: int) -> str:
-        """Cache hints for a load at `level` (none in a pointwise kernel)."""
-        return ""
+    def eviction(self, level: int) -> str | None:
+        """The cache eviction policy of a load at `level` (none in a pointwise kernel)."""
+        return None
 
     def domain_index(self) -> Index:
         """One index per output dimension (size-1 dimensions read index 0)."""
@@ -223,18 +184,17 @@ class Builder:
         """Assignments that turn the flat offset into the domain index (row-major), innermost first."""
         return unflatten("offset", range(self.rank), self.kernel.shape, "i", 2)
 
-    def address(self, pointer: str, index: Index | None, shape, stride_arg) -> ir.Expr:
+    def address(self, pointer: str, index: Index | None, shape, stride_arg) -> ir.Address:
         """`pointer` plus the element offset of `index`; None means the flat offset."""
         if index is None:
-            return ir.over(f"{pointer} + offset", pointer, "offset")
-        terms, reads = [], [pointer]
+            return ir.Address(pointer, (("offset", None),))
+        terms = []
         for d, i in enumerate(index):
             if i != "0" and not same(shape[d], 1):
                 stride = f"{pointer.removesuffix('_ptr')}_stride{d}"
                 self.params[stride] = stride_arg(d)
-                terms.append(f"{i} * {stride}")
-                reads += [i, stride]
-        return ir.over(f"{pointer} + {' + '.join(terms)}" if terms else pointer, *reads)
+                terms.append((i, stride))
+        return ir.Address(pointer, tuple(terms))
 
     def _is_flat(self, node: fx.Node, index: Index, strides) -> bool:
         value = meta(node)
@@ -260,8 +220,7 @@ class Builder:
         )
         held = value_dtype(value.dtype)
         level = self.level(address)
-        mask = self.mask_for(level)
-        loaded = ir.over(f"tl.load({address}{mask}{self.load_hints(level)})", address, mask)
+        loaded = ir.Load(address, self.mask_for(level), value.dtype, self.eviction(level))
         return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
 
     def value(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
@@ -323,7 +282,7 @@ class Builder:
         )
         self.names[kind] += 1
         if not pieces:  # an empty result: the kernel has no element to compute
-            return ir.Expr(_constant(0, held)), held
+            return ir.Const(0, held), held
         *tried, (_, last, last_index) = pieces
         value = self.cast(*self.value(sources[last], last_index), held)
         for condition, source, at in reversed(tried):
@@ -349,13 +308,10 @@ class Builder:
         if held == want:
             return expr
         if held == torch.bfloat16:
-            return self.cast(ir.over(f"lib.widen_bf16({expr})", expr), torch.float32, want)
+            return self.cast(ir.Cast(expr, held, torch.float32), torch.float32, want)
         if want == torch.bfloat16:
-            return ir.over(f"lib.narrow_bf16({self.cast(expr, held, torch.float32)})", expr)
-        operand = expr.text if expr.atomic else f"({expr})"
-        if want == torch.bool:
-            return ir.over(f"({operand} != 0)", expr)
-        return ir.over(f"{operand}.to({triton_name(want)})", expr)
+            return ir.Cast(self.cast(expr, held, torch.float32), torch.float32, want)
+        return ir.Cast(expr, held, want)
 
     def pointwise(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         op = POINTWISE_BY_OVERLOAD[node.target]
@@ -381,7 +337,7 @@ class Builder:
                     name, held = self.cast(name, held, promoted), promoted
                 operands.append(self.cast(name, held, want))
             else:
-                operands.append(ir.Expr(_constant(arg, want, common if typing is Typing.COMMON else None)))
+                operands.append(ir.Const(arg, want, common if typing is Typing.COMMON else None))
         attrs = miscompiles.rewrite("pointwise_attrs", {a: bound[a] for a in op.attrs}, node=node)
         if op.wants_out_dtype:
             attrs["out_dtype"] = out.dtype
@@ -416,7 +372,7 @@ class Builder:
         rank = {"tensor": 0, "partials": 0, "output": 1, "stride": 2, "output_stride": 3, "int": 4}
         return sorted(self.params, key=lambda p: (rank[self.params[p].kind], list(self.params).index(p)))
 
-    def output_address(self, position: int, node: fx.Node, index: Index | None) -> ir.Expr:
+    def output_address(self, position: int, node: fx.Node, index: Index | None) -> ir.Address:
         """Register output `position` and return the address of `index` in it (None: flat)."""
         pointer = f"out{position}_ptr"
         self.params[pointer] = Arg("output", node=node, index=position)
@@ -442,11 +398,8 @@ class PointwiseBuilder(Builder):
         if self.level(address) < 2:
             # One element (every dim size 1): a block of that address, so the block mask applies (Triton
             # 3.6 rejects a scalar pointer with it).
-            address = ir.over(f"{address} + offset * 0", address, "offset")
-        stored = self.cast(name, held, value.dtype)
-        self.body.append(
-            ir.Effect(ir.over(f"tl.store({address}, {stored}, mask=mask)", address, stored, "mask"))
-        )
+            address = address.widened("offset")
+        self.body.append(ir.Effect(ir.Store(address, self.cast(name, held, value.dtype), "mask")))
 
     def source(self, name: str) -> str:
         # Every value before any store: a member may be stored into a graph input that another member

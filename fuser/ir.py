@@ -4,12 +4,24 @@ The builders (`fuser.codegen`, `fuser.row_codegen`) make every expression from i
 `Expr` carries the names it reads: a value's level, which index lines are live, and what a column loop
 may hoist are read from these records, never recovered from the text. `lines` prints the statements as
 the kernel's source.
+
+Memory accesses, conversions and constants are nodes of their own, printed here: an `Address` (a
+pointer and its index terms over strides), a `Load` and a `Store` through one (with their mask), a
+`Cast` from one dtype to another, a `Const` of a dtype. A pass can read what a kernel loads and stores,
+where, under which mask, and what it converts, from the statements; their text is the same as the
+builders wrote before these nodes existed (every validation fingerprint unchanged).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fuser.dtypes import triton_name, value_dtype
 
 
 @dataclass(frozen=True)
@@ -24,19 +36,145 @@ class Expr:
         return self.text
 
 
+def _fields(node: Expr, **values: Any) -> None:
+    for key, value in values.items():
+        object.__setattr__(node, key, value)  # Expr is frozen
+
+
+def _reads(*parts: Expr | str | None) -> frozenset[str]:
+    found: set[str] = set()
+    for part in parts:
+        if isinstance(part, Expr):
+            found |= part.reads
+        elif part is not None and part != "0":
+            found.add(part)
+    return frozenset(found)
+
+
+class Address(Expr):
+    """`pointer` plus its terms: `(index, stride)` adds `index * stride` (a stride of "0" widens a scalar
+    address to a block's shape), `(name, None)` adds `name` (the flat `offset`, a row)."""
+
+    pointer: str
+    terms: tuple[tuple[str, str | None], ...]
+
+    def __init__(self, pointer: str, terms: tuple[tuple[str, str | None], ...] = ()):
+        parts = [pointer, *(index if stride is None else f"{index} * {stride}" for index, stride in terms)]
+        super().__init__(" + ".join(parts), _reads(pointer, *(x for term in terms for x in term)))
+        _fields(self, pointer=pointer, terms=terms)
+
+    @property
+    def flat(self) -> bool:
+        """Whether it addresses at the flat offset (a contiguous tensor of the kernel's shape)."""
+        return ("offset", None) in self.terms
+
+    def widened(self, *names: str) -> Address:
+        return Address(self.pointer, (*self.terms, *((name, "0") for name in names)))
+
+
+class Load(Expr):
+    """`tl.load` of `dtype` values through `address`, under `mask` (a name, or None for a scalar)."""
+
+    address: Address
+    mask: str | None
+    dtype: torch.dtype
+    eviction: str | None
+
+    def __init__(self, address: Address, mask: str | None, dtype: torch.dtype, eviction: str | None = None):
+        masked = f", mask={mask}" if mask else ""
+        hint = f", eviction_policy='{eviction}'" if eviction else ""
+        super().__init__(f"tl.load({address}{masked}{hint})", _reads(address, mask))
+        _fields(self, address=address, mask=mask, dtype=dtype, eviction=eviction)
+
+
+class Store(Expr):
+    """`tl.store` of `value` through `address`, under `mask` (a name, or None for a scalar)."""
+
+    address: Address
+    value: Expr
+    mask: str | None
+
+    def __init__(self, address: Address, value: Expr, mask: str | None):
+        masked = f", mask={mask}" if mask else ""
+        super().__init__(f"tl.store({address}, {value}{masked})", _reads(address, value, mask))
+        _fields(self, address=address, value=value, mask=mask)
+
+
+class Cast(Expr):
+    """`operand`, held as `source`, converted to `target` in one step: bfloat16 through its bits
+    (`lib.widen_bf16`, `lib.narrow_bf16`, to and from float32), bool as `!= 0`, else `.to`."""
+
+    operand: Expr
+    source: torch.dtype
+    target: torch.dtype
+
+    def __init__(self, operand: Expr, source: torch.dtype, target: torch.dtype):
+        wrapped = operand.text if operand.atomic else f"({operand})"
+        if source == torch.bfloat16:
+            assert target == torch.float32, "bfloat16 widens to float32 first"
+            text = f"lib.widen_bf16({operand})"
+        elif target == torch.bfloat16:
+            assert source == torch.float32, "bfloat16 narrows from float32"
+            text = f"lib.narrow_bf16({operand})"
+        elif target == torch.bool:
+            text = f"({wrapped} != 0)"
+        else:
+            text = f"{wrapped}.to({triton_name(target)})"
+        super().__init__(text, operand.reads)
+        _fields(self, operand=operand, source=source, target=target)
+
+
+# Printed constants by (type, repr, dtype, logical): rounding through torch costs about 2 ms a call while
+# the backend compiles (under fake tensors), and a 200-parameter optimizer step prints the same few
+# constants thousands of times. repr keeps -0.0 apart from 0.0 and makes nan a key that matches itself.
+_CONSTANTS: dict[tuple, str] = {}
+
+
+class Const(Expr):
+    """A Python scalar as a Triton constant of `dtype`, first rounded to `logical` where eager rounds it
+    (a comparison with a half tensor compares against the half value), and wrapped as eager wraps it
+    (int8 + 300). Floats start from float64, so a float64 kernel sees 0.1 exactly."""
+
+    value: Any
+    dtype: torch.dtype
+
+    def __init__(self, value: Any, dtype: torch.dtype, logical: torch.dtype | None = None):
+        key = (type(value), repr(value), dtype, logical)
+        text = _CONSTANTS.get(key)
+        if text is None:
+            text = _CONSTANTS[key] = _print_constant(value, dtype, logical)
+        super().__init__(text)
+        _fields(self, value=value, dtype=dtype)
+
+
+def _print_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None) -> str:
+    start = torch.tensor(value, dtype=torch.float64) if isinstance(value, float) else torch.tensor(value)
+    cast = start.to(logical or dtype).to(dtype).item()
+    if dtype == torch.bool:
+        return f"tl.full([], {bool(cast)}, tl.int1)"
+    name = triton_name(value_dtype(dtype))
+    if not dtype.is_floating_point:
+        return f"tl.full([], {int(cast)}, {name})"
+    if cast != cast:
+        return f'tl.full([], float("nan"), {name})'
+    if abs(cast) == float("inf"):
+        return f'tl.full([], {"" if cast > 0 else "-"}float("inf"), {name})'
+    if cast == 0 and math.copysign(1.0, cast) < 0:
+        # Triton builds a -0.0 constant as +0.0 (and negating it computes 0 - 0): spell out the sign bit.
+        bits = {torch.float64: ("-9223372036854775808", "tl.int64")}.get(
+            value_dtype(dtype), ("-2147483648", "tl.int32")
+        )
+        return f"tl.full([], {bits[0]}, {bits[1]}).to({name}, bitcast=True)"
+    return f"tl.full([], {cast!r}, {name})"
+
+
 def name(target: str) -> Expr:
     return Expr(target, frozenset({target}), atomic=True)
 
 
 def over(text: str, *parts: Expr | str | None) -> Expr:
     """`text`, made from `parts`: Exprs, or names (an index's "0" is the literal zero and reads nothing)."""
-    reads: set[str] = set()
-    for part in parts:
-        if isinstance(part, Expr):
-            reads |= part.reads
-        elif part is not None and part != "0":
-            reads.add(part)
-    return Expr(text, frozenset(reads))
+    return Expr(text, _reads(*parts))
 
 
 @dataclass(frozen=True)
@@ -122,3 +260,24 @@ def lines(statements: Iterable[Statement]) -> list[str]:
             out.append(f"for {s.variable} in range({s.start}, {s.end}, {s.step}):")
             out += ["    " + line for line in lines(s.body)]
     return out
+
+
+def accesses(statements: Iterable[Statement]) -> list[Load | Store]:
+    """Every load and store of `statements`, in order: a load as its temporary is made (through the casts
+    around it), a store after the value it stores, inside loops too."""
+    found: list[Load | Store] = []
+
+    def visit(expr: Expr) -> None:
+        if isinstance(expr, Cast):
+            visit(expr.operand)
+        elif isinstance(expr, Store):
+            visit(expr.value)
+        if isinstance(expr, Load | Store):
+            found.append(expr)
+
+    for statement in statements:
+        if isinstance(statement, Loop):
+            found += accesses(statement.body)
+        else:
+            visit(statement.expr)
+    return found

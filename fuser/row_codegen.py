@@ -104,17 +104,14 @@ class RowBuilder(Builder):
     def _unflatten(self, flat: str, dims: tuple[int, ...], prefix: str, level: int) -> list[ir.Assign]:
         return unflatten(flat, dims, self.space.shape, prefix, level)
 
-    def mask_for(self, level: int) -> ir.Expr:
-        if level == 0:
-            return ir.Expr("")
-        mask = "row_mask" if level == 1 else "mask"
-        return ir.over(f", mask={mask}", mask)
+    def mask_for(self, level: int) -> str | None:
+        return {0: None, 1: "row_mask"}.get(level, "mask")
 
-    def load_hints(self, level: int) -> str:
+    def eviction(self, level: int) -> str | None:
         # A persistent kernel reads each element of its rows once, yet asking L2 to keep those lines
         # (evict_last) measured faster on the H100: add + layer_norm 1.009x -> 1.000-1.002x the default
         # backend, where evict_first made it 1.03-1.04x (docs/gpu-runs.md, benchmarks/add_ln_variants.py).
-        return ", eviction_policy='evict_last'" if self.persistent and level == 2 else ""
+        return "evict_last" if self.persistent and level == 2 else None
 
     @contextmanager
     def columns(self):
@@ -156,9 +153,11 @@ class RowBuilder(Builder):
         self.current = node
         result = self.reduce(kind.name, source, accumulate)
         if self.stage == "split_partials":
-            pointer = self._partials(node, accumulate)
-            text = f"tl.store({pointer} + tl.program_id(1) * num_rows + rows, {result}, mask=row_mask)"
-            self.body.append(ir.Effect(ir.over(text, pointer, "num_rows", "rows", result, "row_mask")))
+            # Split s's partial result of row r at s * num_rows + r.
+            at = ir.Address(
+                self._partials(node, accumulate), (("tl.program_id(1)", "num_rows"), ("rows", None))
+            )
+            self.body.append(ir.Effect(ir.Store(at, result, "row_mask")))
         held = value_dtype(out.dtype)
         made = self.made(self.cast(result, accumulate, arithmetic_dtype(out.dtype)), out.dtype)
         return (self.emit(kind.name, made) if made != result else result), held
@@ -184,18 +183,8 @@ class RowBuilder(Builder):
         """The reduction's input at the current columns, cast to `dtype`, masked lanes set to identity."""
         if self.stage == "split_combine":
             # The columns are the splits: read the partial results the first stage wrote.
-            pointer = self._partials(self.current, dtype)
-            loaded = self.emit(
-                "partial",
-                ir.over(
-                    f"tl.load({pointer} + cols * num_rows + rows, mask=mask)",
-                    pointer,
-                    "cols",
-                    "num_rows",
-                    "rows",
-                    "mask",
-                ),
-            )
+            at = ir.Address(self._partials(self.current, dtype), (("cols", "num_rows"), ("rows", None)))
+            loaded = self.emit("partial", ir.Load(at, "mask", dtype))
             return self._masked(loaded, self._identity(kind, dtype))
         name, held = self.value(source, self.full_index())
         truth = KINDS[kind].reads_truth
@@ -336,10 +325,8 @@ class RowBuilder(Builder):
         address = self.output_address(position, member, index)
         level = max(1, self.level(value), self.level(address))
         widen = [name for name, at in (("rows", 1), ("cols", 2)) if self.level(address) < at <= level]
-        address = ir.over(f"{address}" + "".join(f" + {name} * 0" for name in widen), address, *widen)
         stored = self.cast(value, held, meta(member).dtype)
-        mask = self.mask_for(level)
-        self.body.append(ir.Effect(ir.over(f"tl.store({address}, {stored}{mask})", address, stored, mask)))
+        self.body.append(ir.Effect(ir.Store(address.widened(*widen), stored, self.mask_for(level))))
 
     def _function(self, name: str) -> str:
         start = "pid.to(tl.int64) * XBLOCK" if self.int64 else "pid * XBLOCK"

@@ -53,3 +53,52 @@ def test_a_looped_kernel_hoists_row_values_out_of_its_column_loop(monkeypatch):
     # before that loop.
     top = [s.target for s in looped.statements if isinstance(s, ir.Assign)]
     assert "prims_div0" in top
+
+
+def test_accesses_casts_and_constants_are_nodes_that_print_as_triton():
+    at = ir.Address("in0_ptr", (("i0", "in0_stride0"), ("i1", "in0_stride1")))
+    load = ir.Load(at, "mask", torch.bfloat16, "evict_last")
+    assert (
+        str(load)
+        == "tl.load(in0_ptr + i0 * in0_stride0 + i1 * in0_stride1, mask=mask, eviction_policy='evict_last')"
+    )
+    assert load.reads == {"in0_ptr", "i0", "in0_stride0", "i1", "in0_stride1", "mask"}
+    widened = ir.Cast(load, torch.bfloat16, torch.float32)
+    assert str(widened).startswith("lib.widen_bf16(tl.load(") and widened.reads == load.reads
+    assert str(ir.Cast(ir.name("x0"), torch.float32, torch.bool)) == "(x0 != 0)"
+    assert str(ir.Cast(ir.over("a + b", "a", "b"), torch.int32, torch.float32)) == "(a + b).to(tl.float32)"
+    scalar = ir.Address("out0_ptr").widened("offset")  # one element, as a block
+    store = ir.Store(scalar, ir.name("x0"), "mask")
+    assert str(store) == "tl.store(out0_ptr + offset * 0, x0, mask=mask)" and not scalar.flat
+    assert ir.Address("out0_ptr", (("offset", None),)).flat
+    assert (
+        str(ir.Const(-0.0, torch.float32))
+        == "tl.full([], -2147483648, tl.int32).to(tl.float32, bitcast=True)"
+    )
+    assert str(ir.Const(300, torch.int8)) == "tl.full([], 44, tl.int8)"  # wrapped as eager wraps it
+
+
+def test_a_pass_reads_what_a_kernel_loads_and_stores_where_from_its_statements(monkeypatch):
+    made = []
+    generate = generation.generate
+
+    def recording(kernel):
+        variants = generate(kernel)
+        made.extend(variants)
+        return variants
+
+    monkeypatch.setattr(generation, "generate", recording)
+    x, y, w = torch.randn(4, 5, dtype=torch.bfloat16), torch.randn(5, 4), torch.randn(5)
+    explain(lambda x, y, w: x * y.t() + w, x, y, w)
+    (kernel,) = [k for k in made if k.name == "fused_mul_add"]
+    found = ir.accesses(kernel.statements)
+    loads = {a.address.pointer: a for a in found if isinstance(a, ir.Load)}
+    (store,) = [a for a in found if isinstance(a, ir.Store)]
+    # x at the flat offset (contiguous, the kernel's shape), y's transpose through both of its strides,
+    # w broadcast along the rows through its one stride; the result stored flat, as float32.
+    assert loads["in0_ptr"].address.flat and loads["in0_ptr"].dtype == torch.bfloat16
+    assert [stride for _, stride in loads["in1_ptr"].address.terms] == ["in1_stride0", "in1_stride1"]
+    assert (
+        loads["in2_ptr"].address.terms == (("i1", "in2_stride0"),) and loads["in2_ptr"].dtype == torch.float32
+    )
+    assert store.address.flat and store.mask == "mask" and store.address.pointer == "out0_ptr"
