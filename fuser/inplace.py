@@ -14,6 +14,9 @@ stores `new_value` store it into the input instead, where that is provably the s
   is in the writing kernel itself, reading the input directly at the element it writes (codegen loads
   every value before it stores any). A horizontal kernel's other parts count as later readers: its
   programs run in any order.
+- and the kernel's code agrees: each load of the input, read from its statements (`fuser.ir.accesses`),
+  is at the element the store of the new value writes. The graph rule above decides; this checks that
+  code generation did what the rule assumes, so a disagreement keeps the copy eager.
 
 Inputs that alias each other reach the graph as one synthetic base and its views (AOTAutograd): a view
 read in the writing kernel fails the rule above, so such a copy stays an eager `copy_`.
@@ -24,7 +27,8 @@ from __future__ import annotations
 import torch
 from torch import fx
 
-from fuser.codegen import output_strides
+from fuser import ir
+from fuser.codegen import KernelSource, output_strides
 from fuser.generation import Generated
 from fuser.horizontal import Horizontal
 from fuser.nodes import meta
@@ -106,7 +110,40 @@ def _obstacle(copy: fx.Node, units: dict, generated: Generated) -> str | None:
                 return f"{reader.name} reads its target at other elements in the writing kernel"
         elif units[reader][0] >= position:
             return f"{reader.name} reads its target's old value after the writing kernel"
+    at = kernel.members.index(source)
+    if have.numel() != 1 and not all(
+        _reads_where_it_writes(v, target, at) for v in generated.variants(kernel)
+    ):
+        return "the writing kernel's code reads its target at other elements than it writes"
     return None
+
+
+def _element(address: ir.Address) -> tuple[str, ...]:
+    """The index names an address reads its element at (a widening term reads none)."""
+    return tuple(index for index, stride in address.terms if stride != "0")
+
+
+def _reads_where_it_writes(source: KernelSource, target: fx.Node, position: int) -> bool:
+    """Whether every load of `target` in the kernel reads the element that the store into output
+    `position` writes (same strides: the copy is plain)."""
+    pointers, through_views = set(), set()
+    for name, arg in source.params:
+        if arg.kind == "tensor" and arg.node is not None:
+            base = arg.node
+            while _is_view(base) and base.args and isinstance(base.args[0], fx.Node):
+                base = base.args[0]
+            if base is target:
+                (pointers if arg.node is target else through_views).add(name)
+    found = ir.accesses(source.statements)
+    if any(isinstance(a, ir.Load) and a.address.pointer in through_views for a in found):
+        return False  # a view's strides are not the target's: no element is provably the same
+    written = {
+        _element(a.address)
+        for a in found
+        if isinstance(a, ir.Store) and a.address.pointer == f"out{position}_ptr"
+    }
+    read = {_element(a.address) for a in found if isinstance(a, ir.Load) and a.address.pointer in pointers}
+    return len(written) == 1 and read <= written
 
 
 def fold(plan: Plan, generated: Generated) -> tuple[Plan, dict[fx.Node, fx.Node]]:
