@@ -16,6 +16,7 @@ import hashlib
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import fx
@@ -66,6 +67,11 @@ class KernelSource:
     # The function's body as statements (`source` prints them): a pass that rewrites the kernel
     # (fuser.horizontal) edits these rather than the text.
     statements: tuple[ir.Statement, ...] = ()
+
+    @cached_property
+    def accesses(self) -> list[ir.Load | ir.Store]:
+        """Its loads and stores, read from its statements once (`fuser.ir.accesses`)."""
+        return ir.accesses(self.statements)
 
 
 def _is_dense(shape, strides) -> bool:

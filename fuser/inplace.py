@@ -134,7 +134,7 @@ def _reads_where_it_writes(source: KernelSource, target: fx.Node, position: int)
                 base = base.args[0]
             if base is target:
                 (pointers if arg.node is target else through_views).add(name)
-    found = ir.accesses(source.statements)
+    found = source.accesses
     if any(isinstance(a, ir.Load) and a.address.pointer in through_views for a in found):
         return False  # a view's strides are not the target's: no element is provably the same
     written = {

@@ -36,21 +36,6 @@ class Expr:
         return self.text
 
 
-def _fields(node: Expr, **values: Any) -> None:
-    for key, value in values.items():
-        object.__setattr__(node, key, value)  # Expr is frozen
-
-
-def _reads(*parts: Expr | str | None) -> frozenset[str]:
-    found: set[str] = set()
-    for part in parts:
-        if isinstance(part, Expr):
-            found |= part.reads
-        elif part is not None and part != "0":
-            found.add(part)
-    return frozenset(found)
-
-
 class Address(Expr):
     """`pointer` plus its terms: `(index, stride)` adds `index * stride` (a stride of "0" widens a scalar
     address to a block's shape), `(name, None)` adds `name` (the flat `offset`, a row)."""
@@ -59,9 +44,16 @@ class Address(Expr):
     terms: tuple[tuple[str, str | None], ...]
 
     def __init__(self, pointer: str, terms: tuple[tuple[str, str | None], ...] = ()):
-        parts = [pointer, *(index if stride is None else f"{index} * {stride}" for index, stride in terms)]
-        super().__init__(" + ".join(parts), _reads(pointer, *(x for term in terms for x in term)))
-        _fields(self, pointer=pointer, terms=terms)
+        text, reads = pointer, {pointer}
+        for index, stride in terms:
+            if stride is None:
+                text += f" + {index}"
+            else:
+                text += f" + {index} * {stride}"
+                reads.add(stride)
+            reads.add(index)
+        reads.discard("0")
+        self.__dict__.update(atomic=False, text=text, reads=frozenset(reads), pointer=pointer, terms=terms)
 
     @property
     def flat(self) -> bool:
@@ -83,8 +75,11 @@ class Load(Expr):
     def __init__(self, address: Address, mask: str | None, dtype: torch.dtype, eviction: str | None = None):
         masked = f", mask={mask}" if mask else ""
         hint = f", eviction_policy='{eviction}'" if eviction else ""
-        super().__init__(f"tl.load({address}{masked}{hint})", _reads(address, mask))
-        _fields(self, address=address, mask=mask, dtype=dtype, eviction=eviction)
+        reads = address.reads | {mask} if mask else address.reads
+        text = f"tl.load({address.text}{masked}{hint})"
+        self.__dict__.update(
+            atomic=False, text=text, reads=reads, address=address, mask=mask, dtype=dtype, eviction=eviction
+        )
 
 
 class Store(Expr):
@@ -96,8 +91,9 @@ class Store(Expr):
 
     def __init__(self, address: Address, value: Expr, mask: str | None):
         masked = f", mask={mask}" if mask else ""
-        super().__init__(f"tl.store({address}, {value}{masked})", _reads(address, value, mask))
-        _fields(self, address=address, value=value, mask=mask)
+        reads = address.reads | value.reads | ({mask} if mask else set())
+        text = f"tl.store({address.text}, {value.text}{masked})"
+        self.__dict__.update(atomic=False, text=text, reads=reads, address=address, value=value, mask=mask)
 
 
 class Cast(Expr):
@@ -120,8 +116,9 @@ class Cast(Expr):
             text = f"({wrapped} != 0)"
         else:
             text = f"{wrapped}.to({triton_name(target)})"
-        super().__init__(text, operand.reads)
-        _fields(self, operand=operand, source=source, target=target)
+        self.__dict__.update(
+            atomic=False, text=text, reads=operand.reads, operand=operand, source=source, target=target
+        )
 
 
 # Printed constants by (type, repr, dtype, logical): rounding through torch costs about 2 ms a call while
@@ -143,8 +140,7 @@ class Const(Expr):
         text = _CONSTANTS.get(key)
         if text is None:
             text = _CONSTANTS[key] = _print_constant(value, dtype, logical)
-        super().__init__(text)
-        _fields(self, value=value, dtype=dtype)
+        self.__dict__.update(atomic=False, text=text, reads=frozenset(), value=value, dtype=dtype)
 
 
 def _print_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None) -> str:
@@ -174,7 +170,13 @@ def name(target: str) -> Expr:
 
 def over(text: str, *parts: Expr | str | None) -> Expr:
     """`text`, made from `parts`: Exprs, or names (an index's "0" is the literal zero and reads nothing)."""
-    return Expr(text, _reads(*parts))
+    reads: set[str] = set()
+    for part in parts:
+        if isinstance(part, Expr):
+            reads |= part.reads
+        elif part is not None and part != "0":
+            reads.add(part)
+    return Expr(text, frozenset(reads))
 
 
 @dataclass(frozen=True)
