@@ -3,7 +3,8 @@ module of the suite that knows a backend's own counters (issue 30). Over a block
 
 - `kernels`: the kernels the backend launched (None where it cannot say);
 - `fallbacks`: the times it ran work eagerly instead (None where it cannot say);
-- `left_eager`: the ops of the graphs it compiled in the block that it ran eagerly, each with its reason.
+- `left_eager`: the ops of the graphs it compiled in the block that it ran eagerly, each with its reason;
+- `replays`: the calls it answered by replaying a captured CUDA graph (None where it cannot say).
 
 A case or a program whose ops all ran eagerly compared eager with eager, so the suite counts it as testing
 nothing: through `left_eager` for one op, `kernels == 0` for a whole program.
@@ -27,6 +28,7 @@ class Watch:
     kernels: int | None = None
     fallbacks: int | None = None
     left_eager: list[tuple[str, str]] = field(default_factory=list)  # (op, reason)
+    replays: int | None = None
 
 
 @contextmanager
@@ -56,6 +58,7 @@ def _fuser(watch: Watch) -> Iterator[None]:
             after = fuser.counters()
             watch.kernels = after["kernels_launched"] - before["kernels_launched"]
             watch.fallbacks = after["fallbacks"] - before["fallbacks"]
+            watch.replays = after["graph_replays"] - before["graph_replays"]
             watch.left_eager = [fallback for graph in graphs for fallback in graph.fallbacks]
 
 

@@ -57,6 +57,7 @@ class ZooResult:
     compile_seconds: float = math.nan
     step_ms: tuple[float, float] = (math.nan, math.nan)  # eager, backend: forward and backward
     curve: dict[str, list[float]] = field(default_factory=dict)
+    replays: int | None = None  # of the backend's training steps, calls it replayed as CUDA graphs
 
 
 def _on(batch: dict, device: str, dtype: torch.dtype | None = None) -> dict:
@@ -183,7 +184,9 @@ def check_model(
         _timed(lambda: _loss_and_grads(compiled, batch, zoo, precision), device),
     )
     if train_steps and not result.problem:
-        result.curve = _train(original, batch, zoo, precision, train_steps, backend, zoo.for_float64)
+        result.curve, result.replays = _train(
+            original, batch, zoo, precision, train_steps, backend, zoo.for_float64, name
+        )
         reference = result.curve["float64"]
         drift = {label: _drift(result.curve[label], reference) for label in ("eager", "backend")}
         allowed = TRAINING.factor * drift["eager"] + TRAINING.floor
@@ -200,11 +203,11 @@ def _drift(curve: list[float], reference: list[float]) -> float:
     return max(abs(a - r) / max(1.0, abs(r)) for a, r in zip(curve, reference, strict=True))
 
 
-def _train(original, batch, zoo, precision, steps, backend, for_float64) -> dict[str, list[float]]:
+def _train(original, batch, zoo, precision, steps, backend, for_float64, name) -> tuple[dict, int | None]:
     # The same weights, batch and AdamW steps three ways: eager, the backend, and float64 eager, whose
     # curve says how far rounding alone moves a loss over these steps (a tiny batch under batch norm is
     # chaotic: eager's own float32 curve leaves float64's within a few steps).
-    curves = {}
+    curves, replays = {}, None
     for label in ("eager", "backend", "float64"):
         model = copy.deepcopy(original)
         data = batch
@@ -218,12 +221,14 @@ def _train(original, batch, zoo, precision, steps, backend, for_float64) -> dict
         step_model = torch.compile(model, backend=backend) if label == "backend" else model
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         losses = []
-        for _ in range(steps):
-            loss, _ = _loss_and_grads(step_model, data, zoo, "fp32" if label == "float64" else precision)
-            optimizer.step()
-            losses.append(loss.double().item())
+        with watching(name if label == "backend" else "eager") as watch:
+            for _ in range(steps):
+                loss, _ = _loss_and_grads(step_model, data, zoo, "fp32" if label == "float64" else precision)
+                optimizer.step()
+                losses.append(loss.double().item())
         curves[label] = losses
-    return curves
+        replays = watch.replays if label == "backend" else replays
+    return curves, replays
 
 
 def _first_line(error: BaseException) -> str:

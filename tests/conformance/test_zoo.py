@@ -32,6 +32,8 @@ def test_a_real_model_trains_through_the_fuser_as_eager_does(name, precision, de
     result = check_model(BY_NAME[name], "fuser", precision, device, train_steps=steps)
     assert result.ok, f"{name} {precision}: {result.problem}"
     assert result.kernels, "the fuser launched no kernel: the model ran eagerly"
+    # The fuser says how many training steps it replayed as CUDA graphs (none on a CPU).
+    assert not steps or (result.replays == 0 if device == "cpu" else result.replays is not None)
     # GPT-2 logs a warning inside forward (how often depends on what the process logged before);
     # any other graph break is a model the test no longer compiles whole.
     unexpected = [r for r in result.break_reasons if not r.startswith(LOGGER_BREAK)]
