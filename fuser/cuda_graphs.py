@@ -87,7 +87,10 @@ def written_inputs(graph: fx.Graph) -> frozenset[int]:
 
 
 def _like(tensor: torch.Tensor) -> torch.Tensor:
-    return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device)
+    """A buffer for a moved input: its strides where they are dense, else contiguous (a copy into an
+    expanded tensor's overlapping memory would raise); that is `empty_like`'s rule. The capture's
+    launches read the buffer's own strides; each replay copies the input into it."""
+    return torch.empty_like(tensor)
 
 
 def _among(value: Any, tensors) -> bool:

@@ -138,6 +138,16 @@ def test_inputs_that_move_every_call_are_copied_in_and_no_capture_follows_a_fail
     assert failing.disabled and not failing.captures and len(stand_in) == 2
 
 
+def test_a_moved_input_that_is_expanded_is_copied_into_a_dense_buffer(stand_in):
+    call, _ = replayed()
+    row = torch.arange(3.0)
+    first, second = row.expand(4, 3), (row + 1).expand(4, 3)  # stride 0: overlapping memory
+    call([first])
+    call([second])  # moved: copied in (into expanded memory, the copy would raise)
+    (buffer,) = call.captures[0].copied.values()
+    assert buffer.is_contiguous() and torch.equal(buffer, second)
+
+
 def test_an_input_the_graph_writes_is_never_copied(stand_in):
     call, runs = replayed()
     call.written = frozenset({0})
