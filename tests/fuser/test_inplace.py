@@ -136,7 +136,9 @@ def _kernel_code_check(program, *inputs):
         kernel = units[source][1]
         if kernel is not None and generated.variants(kernel):
             at = kernel.members.index(source)
-            seen.append(all(inplace._reads_where_it_writes(v, target, at) for v in generated.variants(kernel)))
+            seen.append(
+                all(inplace._reads_where_it_writes(v, target, at) for v in generated.variants(kernel))
+            )
         return obstacle(copy, units, generated)
 
     with pytest.MonkeyPatch.context() as patch:
