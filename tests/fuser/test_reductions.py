@@ -185,8 +185,9 @@ def test_the_partitioner_decides_which_reductions_go_through_memory_before_any_c
 def test_the_partitioner_and_the_row_builder_agree_on_every_view_of_a_reduction(device, program):
     # Strict: a reduction the partitioner leaves in a kernel that the builder then finds read at another
     # row raises (ReadAtAnotherRow), so each program checks that the two agree; with the partitioner's
-    # walk turned off, the first four fail.
-    x = torch.randn(4, 4, 5, device=device)
+    # walk turned off, the first four fail. Positive inputs: a sum of normal values can nearly cancel, and
+    # dividing by it amplified float32 reordering past assert_close's tolerance (1 run in 3 to 6 failed).
+    x = (torch.rand(4, 4, 5, generator=torch.Generator().manual_seed(0)) + 0.5).to(device)
     report = fuser.explain(program, x, fuser_options={"strict": True})
     torch.testing.assert_close(report.result, program(x))
     assert report.fallbacks == [] and report.eager_calls == []
