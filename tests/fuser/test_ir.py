@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from fuser import generation, ir
@@ -31,8 +32,10 @@ def test_a_loop_prints_its_body_indented_and_reads_what_its_body_reads():
     assert loop.reads == {"acc0", "masked0", "num_cols"}
 
 
-def test_a_looped_kernel_hoists_row_values_out_of_its_column_loop(monkeypatch):
-    # x - mean(x): the loop summing the row, then the one storing x - mean, hold only values per element.
+@pytest.fixture
+def generated(monkeypatch) -> list:
+    """Every kernel variant code generation makes while the test runs (fingerprint probes, where the
+    cache is cold, generate kernels of their own: pick kernels by name)."""
     variants = []
     generate = generation.generate
 
@@ -42,9 +45,13 @@ def test_a_looped_kernel_hoists_row_values_out_of_its_column_loop(monkeypatch):
         return made
 
     monkeypatch.setattr(generation, "generate", recording)
+    return variants
+
+
+def test_a_looped_kernel_hoists_row_values_out_of_its_column_loop(generated):
+    # x - mean(x): the loop summing the row, then the one storing x - mean, hold only values per element.
     explain(lambda x: x - x.mean(-1, keepdim=True), torch.randn(4, 9))
-    # By name: fingerprint probes, where the cache is cold, generate kernels of their own.
-    (looped,) = [v for v in variants if v.kind == "looped" and v.name == "fused_sum_prims_div_sub"]
+    (looped,) = [v for v in generated if v.kind == "looped" and v.name == "fused_sum_prims_div_sub"]
     loops = [s for s in looped.statements if isinstance(s, ir.Loop)]
     assert len(loops) == 2
     for loop in loops:
@@ -78,19 +85,10 @@ def test_accesses_casts_and_constants_are_nodes_that_print_as_triton():
     assert str(ir.Const(300, torch.int8)) == "tl.full([], 44, tl.int8)"  # wrapped as eager wraps it
 
 
-def test_a_pass_reads_what_a_kernel_loads_and_stores_where_from_its_statements(monkeypatch):
-    made = []
-    generate = generation.generate
-
-    def recording(kernel):
-        variants = generate(kernel)
-        made.extend(variants)
-        return variants
-
-    monkeypatch.setattr(generation, "generate", recording)
+def test_a_pass_reads_what_a_kernel_loads_and_stores_where_from_its_statements(generated):
     x, y, w = torch.randn(4, 5, dtype=torch.bfloat16), torch.randn(5, 4), torch.randn(5)
     explain(lambda x, y, w: x * y.t() + w, x, y, w)
-    (kernel,) = [k for k in made if k.name == "fused_mul_add"]
+    (kernel,) = [k for k in generated if k.name == "fused_mul_add"]
     found = ir.accesses(kernel.statements)
     loads = {a.address.pointer: a for a in found if isinstance(a, ir.Load)}
     (store,) = [a for a in found if isinstance(a, ir.Store)]
