@@ -47,7 +47,6 @@ from fuser import metrics
 log = logging.getLogger("fuser")
 
 MAX_CAPTURES = 3
-MODES = ("inputs", "any")
 
 
 def unqualified_reason(graph: fx.Graph, mode: str = "inputs") -> str | None:
@@ -84,17 +83,6 @@ def written_inputs(graph: fx.Graph) -> frozenset[int]:
             if argument.alias_info is not None and argument.alias_info.is_write and value in positions:
                 written.add(positions[value])
     return frozenset(written)
-
-
-def _like(tensor: torch.Tensor) -> torch.Tensor:
-    """A buffer for a moved input: its strides where they are dense, else contiguous (a copy into an
-    expanded tensor's overlapping memory would raise); that is `empty_like`'s rule. The capture's
-    launches read the buffer's own strides; each replay copies the input into it."""
-    return torch.empty_like(tensor)
-
-
-def _among(value: Any, tensors) -> bool:
-    return any(value is t for t in tensors)
 
 
 def _use_count(tensor: torch.Tensor) -> int:
@@ -177,7 +165,10 @@ class ReplayedGraph:
 
     def _capture(self, args: list, key: list, moved: list[int]) -> list:
         """This call's outputs, and a capture of the graph for later calls where one can be made."""
-        copied = {i: _like(args[i]) for i in moved}
+        # A buffer per moved input: its strides where they are dense, else contiguous (`empty_like`'s rule:
+        # a copy into an expanded tensor's overlapping memory would raise); the capture's launches read
+        # the buffer's own strides, and each replay copies the input into it.
+        copied = {i: torch.empty_like(args[i]) for i in moved}
         inputs = [copied.get(i, arg) for i, arg in enumerate(args)]
         warm = None
         if copied:
@@ -202,11 +193,12 @@ class ReplayedGraph:
             metrics.bump(name, -amount)
         capture = _Capture(graph, key, copied, held=self.keep_alive(), counts=counts)
         storages = {t.untyped_storage().data_ptr() for t in inputs}
+        position_of = {id(t): i for i, t in enumerate(inputs)}
         for output in outputs:
             if not isinstance(output, torch.Tensor):
                 capture.outputs.append(output)
-            elif _among(output, inputs):
-                capture.outputs.append(next(i for i, arg in enumerate(inputs) if output is arg))
+            elif id(output) in position_of:
+                capture.outputs.append(position_of[id(output)])
             elif output.untyped_storage().data_ptr() in storages:
                 # The capture ran nothing: this call runs as usual, and so does every later one.
                 self._disable(f"an output is a view of an input ({tuple(output.shape)})")

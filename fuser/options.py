@@ -60,7 +60,7 @@ class Options:
     cuda_graphs: bool | None = None
 
     def cuda_graph_mode(self, example_inputs: list[Any]) -> str | None:
-        """Which graphs over these inputs are replayed as CUDA graphs (`fuser.cuda_graphs.MODES`): "any",
+        """Which graphs over these inputs are replayed as CUDA graphs (`fuser.cuda_graphs`): "any",
         "inputs" (those that only write their inputs, by default where the inputs are on a GPU and
         horizontal fusion is on: what the recorded GPU runs validated together), or None."""
         if self.cuda_graphs is not None:
