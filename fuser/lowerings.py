@@ -266,11 +266,12 @@ def gate_fingerprint(name: str, arch: str) -> str:
     return shipped if shipped is not None else fingerprint(name, arch)
 
 
-def shipped_table(archs: list[str], fresh: bool = False) -> dict:
-    """The table `python -m fuser.write_fingerprints` writes (`fresh`: computed now, not read from the disk
-    cache, which a test that patched code generation could have filled): every lowered op's fingerprint
-    on each arch."""
+def shipped_table(fresh: bool = False) -> dict:
+    """The table `python -m fuser.write_fingerprints` writes: every lowered op's fingerprint on each arch
+    with a manifest beside the table (`fresh`: computed now, not read from the disk cache, which a test
+    that patched code generation could have filled)."""
     get = compute_fingerprint if fresh else fingerprint
+    archs = sorted(path.stem for path in SHIPPED.parent.glob("*.toml"))
     return {
         "source": fuser_source_hash(),
         "fingerprints": {arch: {name: get(name, arch) for name in lowerings()} for arch in archs},

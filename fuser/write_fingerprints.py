@@ -10,6 +10,6 @@ import json
 from fuser.lowerings import SHIPPED, fuser_source_hash, shipped_table
 
 if __name__ == "__main__":
-    archs = sorted(path.stem for path in SHIPPED.parent.glob("*.toml"))
-    SHIPPED.write_text(json.dumps(shipped_table(archs, fresh=True), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {SHIPPED} for {', '.join(archs)} at source {fuser_source_hash()}")
+    table = shipped_table(fresh=True)
+    SHIPPED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SHIPPED} for {', '.join(table['fingerprints'])} at source {fuser_source_hash()}")
