@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from fresh_process import measure
 
 VARIANTS = ("eager", "inductor", "inductor-ro", "fuser", "fuser-graphs", "replay")
 
@@ -129,14 +128,6 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
     }
 
 
-def _fresh_process(variant: str, device: str, calls: int) -> dict:
-    command = [sys.executable, __file__, "--device", device, "--calls", str(calls), "--one", variant]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=os.environ)
-    if done.returncode != 0:
-        raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -153,7 +144,8 @@ def main() -> None:
     order, runs = random.Random(args.seed), []
     for repeat in range(args.repeats):
         for variant in order.sample(args.variants, len(args.variants)):
-            run = _fresh_process(variant, args.device, args.calls) | {"repeat": repeat}
+            arguments = ["--device", args.device, "--calls", str(args.calls), "--one", variant]
+            run = measure(__file__, arguments, variant) | {"repeat": repeat}
             print(json.dumps(run), flush=True)
             runs.append(run)
     print("\n| variant | µs per call, median of processes (min–max) | shares (medians) |\n|---|---|---|")

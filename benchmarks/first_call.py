@@ -20,11 +20,11 @@ import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from fresh_process import measure
 
 BACKENDS = {  # name -> (torch.compile backend, environment)
     "eager": ("eager", {}),
@@ -81,11 +81,9 @@ def _fresh_process(model: str, backend: str, device: str) -> dict:
             "TORCHINDUCTOR_CACHE_DIR": f"{caches}/inductor",
             "FUSER_KERNEL_DIR": f"{caches}/fuser",
         }
-        command = [sys.executable, __file__, "--device", device, "--one", model, backend]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"{model} under {backend} failed:\n{done.stderr[-3000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return measure(
+            __file__, ["--device", device, "--one", model, backend], f"{model} under {backend}", env
+        )
 
 
 def main() -> None:
