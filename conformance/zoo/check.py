@@ -227,7 +227,8 @@ def _train(original, batch, zoo, precision, steps, backend, for_float64, name) -
                 optimizer.step()
                 losses.append(loss.double().item())
         curves[label] = losses
-        replays = watch.replays if label == "backend" else replays
+        if label == "backend":
+            replays = watch.replays
     return curves, replays
 
 
