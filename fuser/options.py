@@ -65,7 +65,7 @@ class Options:
         horizontal fusion is on: what the recorded GPU runs validated together), or None."""
         if self.cuda_graphs is not None:
             return "any" if self.cuda_graphs else None
-        return "inputs" if _on_cuda(example_inputs) and self.horizontal else None
+        return "inputs" if on_cuda(example_inputs) and self.horizontal else None
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> Options:
@@ -102,5 +102,5 @@ def show_log() -> None:
     log.setLevel(logging.INFO)
 
 
-def _on_cuda(example_inputs: list[Any]) -> bool:
+def on_cuda(example_inputs: list[Any]) -> bool:
     return any(getattr(t, "is_cuda", False) for t in example_inputs)

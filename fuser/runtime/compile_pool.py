@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from fuser.options import on_cuda
+
 log = logging.getLogger("fuser")
 
 WORKERS_ENV = "FUSER_COMPILE_WORKERS"
@@ -128,11 +130,7 @@ _lock = threading.Lock()
 
 def start_for(example_inputs: list) -> None:
     """Start the pool, where workers are asked for and the graph's inputs are on a CUDA device."""
-    if (
-        workers_wanted()
-        and torch.version.hip is None
-        and any(getattr(t, "is_cuda", False) for t in example_inputs)
-    ):
+    if workers_wanted() and torch.version.hip is None and on_cuda(example_inputs):
         pool()
 
 
