@@ -85,7 +85,9 @@ def stand_in(monkeypatch):
     return StandInGraph.made
 
 
-def replayed(fail=False):
+def graph_over(outputs, strides=False, fail=False):
+    """A ReplayedGraph over a stand-in run that launches two kernels and returns `outputs(inputs)`; the
+    inputs of each run are recorded."""
     runs = []
 
     def run(args):
@@ -94,9 +96,14 @@ def replayed(fail=False):
         runs.append(list(args))
         args.clear()
         fuser.metrics.bump("kernels_launched", 2)
-        return [runs[-1][0]]
+        return outputs(runs[-1])
 
-    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph"), runs
+    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph", strides=strides), runs
+
+
+def replayed(fail=False):
+    """A graph that returns its first input (it writes into its inputs, as an optimizer step does)."""
+    return graph_over(lambda xs: [xs[0]], fail=fail)
 
 
 def test_captured_when_addresses_repeat_then_replayed_while_they_hold(stand_in):
@@ -191,15 +198,7 @@ def test_in_mode_any_a_fresh_output_qualifies_but_symbolic_sizes_do_not():
 
 def doubling(strides=False):
     """A graph whose output is new: what a capture owns."""
-    runs = []
-
-    def run(args):
-        runs.append(list(args))
-        (x,) = args
-        args.clear()
-        return [x * 2, None]
-
-    return cuda_graphs.ReplayedGraph(run, lambda: [], "test graph", strides=strides), runs
+    return graph_over(lambda xs: [xs[0] * 2, None], strides=strides)
 
 
 def test_a_capture_is_replayed_only_once_the_caller_holds_nothing_it_returned(stand_in):
@@ -236,12 +235,7 @@ def test_a_backward_graph_replays_only_at_the_strides_it_was_captured_with(stand
 
 
 def test_an_output_viewing_an_input_is_never_replayed(stand_in):
-    def run(args):
-        (x,) = args
-        args.clear()
-        return [x[1:]]
-
-    call = cuda_graphs.ReplayedGraph(run, lambda: [], "test graph")
+    call, _ = graph_over(lambda xs: [xs[0][1:]])
     x = torch.arange(4.0)
     for _ in range(3):
         out = call([x])
