@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from fuser.autograd_pairs import split_pairs
 from fuser.compiler import compile_graph
 from fuser.foreach import foreach_decompositions
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.ops import INDEXED_BY_OVERLOAD, POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.options import Options
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 from fuser.runtime import compile_pool
@@ -133,6 +133,7 @@ def decomposition_table(foreach: bool = True) -> dict:
         *POINTWISE_BY_OVERLOAD,
         *VIEW_BY_OVERLOAD,
         *SCATTER_BY_OVERLOAD,
+        *INDEXED_BY_OVERLOAD,
         *REDUCTION_BY_OVERLOAD,
         *EAGER_WHOLE,
     }

@@ -25,11 +25,26 @@ from torch.utils._pytree import tree_leaves
 from fuser import ir, miscompiles
 from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Result, Typing
+from fuser.ops import (
+    INDEXED_BY_OVERLOAD,
+    POINTWISE_BY_OVERLOAD,
+    SCATTER_BY_OVERLOAD,
+    VIEW_BY_OVERLOAD,
+    Result,
+    Typing,
+)
 from fuser.partition import Kernel
 from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
 from fuser.shapes import same, same_shape
-from fuser.views import Index, broadcast_index, contiguous_strides, scatter_pieces, source_index
+from fuser.views import (
+    Index,
+    at_position,
+    broadcast_index,
+    contiguous_strides,
+    scatter_pieces,
+    scatter_positions,
+    source_index,
+)
 
 INT32_LIMIT = 2**31 - 1
 MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
@@ -246,6 +261,8 @@ class Builder:
                 self.values[key] = self.view(node, index)
             elif node.target in SCATTER_BY_OVERLOAD:
                 self.values[key] = self.scatter(node, index)
+            elif node.target in INDEXED_BY_OVERLOAD:
+                self.values[key] = self.indexed(node, index)
             else:
                 self.values[key] = self.pointwise(node, index)
         return self.values[key]
@@ -297,6 +314,62 @@ class Builder:
                 kind, ir.over(f"tl.where({condition}, {read}, {value})", condition, read, value)
             )
         return value, held
+
+    def indexed(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
+        """A gather's or a scatter-of-a-value's element (`fuser.ops.IndexedOp`)."""
+        kind = INDEXED_BY_OVERLOAD[node.target].name
+        name = f"{kind}{self.names[kind]}"
+        self.names[kind] += 1
+        args = bind_arguments(node)
+        dim = args["dim"] % len(meta(node).shape)  # of rank 1 or more (`partition.lowering_obstacle`)
+        return getattr(self, kind)(node, args, dim, index, name)
+
+    def position(self, positions: fx.Node, at: Index, size, name: str) -> tuple[ir.Expr, ir.Expr, str]:
+        """The position `positions` holds at `at`, whether it lies in [0, size), and that bound's parameter.
+        Out of range, eager raises; a kernel cannot stop, so it asserts (Triton keeps asserts only with
+        its `debug` option on), and its callers never read outside the tensor."""
+        raw, _ = self.value(positions, at)
+        bound = self.int_param(f"{name}_size", size)
+        in_range = self.emit("in_range", ir.over(f"({raw} >= 0) & ({raw} < {bound})", raw, bound))
+        mask = self.mask_for(self.level(in_range))
+        check = f"{in_range} | ~{mask}" if mask else in_range.text
+        message = f"{name}: index out of bounds"
+        self.body.append(ir.Effect(ir.over(f'tl.device_assert({check}, "{message}")', in_range, mask)))
+        return raw, in_range, bound
+
+    def gather(self, node: fx.Node, args: dict, dim: int, index: Index, name: str):
+        """`self` read along `dim` at the position `index` holds. Out of range, a float result is nan
+        (eager raises): the read itself is clamped into the tensor."""
+        shape = meta(args["self"]).shape
+        raw, in_range, bound = self.position(args["index"], index, shape[dim], name)
+        clamped = self.index_temp(ir.over(f"tl.minimum(tl.maximum({raw}, 0), {bound} - 1)", raw, bound))
+        value, held = self.value(args["self"], at_position(index, dim, clamped))
+        if held.is_floating_point:
+            nan = ir.Const(float("nan"), held)
+            value = self.emit(
+                "gathered", ir.over(f"tl.where({in_range}, {value}, {nan})", in_range, value, nan)
+            )
+        return value, held
+
+    def scatter_value(self, node: fx.Node, args: dict, dim: int, index: Index, name: str):
+        """`value` where `index` holds this element's position along `dim`, else `self`'s element. Equal
+        positions write the same value, so the order of writes does not matter."""
+        out = meta(node)
+        held = value_dtype(out.dtype)
+        base = self.cast(*self.value(args["self"], index), held)
+        positions = args["index"]
+        inside, reads = scatter_positions(index, dim, out.shape, meta(positions).shape, self, name)
+        hits = []
+        for at in reads:
+            raw, _, _ = self.position(positions, at, out.shape[dim], name)
+            hits.append(ir.over(f"({raw} == {index[dim]})", raw, index[dim]))
+        if not hits:
+            return base, held
+        hit = ir.over(" | ".join(h.text for h in hits), *hits)
+        if inside is not None:
+            hit = ir.over(f"{inside} & ({hit})", inside, hit)
+        written = ir.Const(args["value"], held, out.dtype)
+        return self.emit(name, ir.over(f"tl.where({hit}, {written}, {base})", hit, written, base)), held
 
     def made(self, expr: ir.Expr, dtype: torch.dtype) -> ir.Expr:
         """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half
@@ -458,6 +531,7 @@ def kernel_name(kernel: Kernel) -> str:
             POINTWISE_BY_OVERLOAD.get(node.target)
             or REDUCTION_BY_OVERLOAD.get(node.target)
             or SCATTER_BY_OVERLOAD.get(node.target)
+            or INDEXED_BY_OVERLOAD.get(node.target)
         )
         if op is not None and op.name not in ops:
             ops.append(op.name)

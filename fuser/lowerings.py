@@ -39,7 +39,13 @@ from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.interpreter import bf16 as interpreter_bf16
 from fuser.interpreter import libdevice as interpreter_libdevice
 from fuser.interpreter import reduce as interpreter_reduce
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, PointwiseOp
+from fuser.ops import (
+    INDEXED_BY_OVERLOAD,
+    POINTWISE_BY_OVERLOAD,
+    SCATTER_BY_OVERLOAD,
+    VIEW_BY_OVERLOAD,
+    PointwiseOp,
+)
 from fuser.reductions import REDUCTION_BY_OVERLOAD
 
 # The conformance suite's dtype names, in its order.
@@ -67,7 +73,7 @@ def op_name(overload: torch._ops.OpOverload) -> str:
 @dataclass(frozen=True)
 class Lowering:
     name: str
-    kind: str  # pointwise | reduction | view | scatter
+    kind: str  # pointwise | reduction | view | scatter | indexed
     dtypes: tuple[str, ...]  # the operand dtypes it is lowered for (others run eager)
 
 
@@ -88,6 +94,8 @@ def lowerings() -> dict[str, Lowering]:
         found[op_name(overload)] = Lowering(op_name(overload), "view", every)
     for overload in SCATTER_BY_OVERLOAD:
         found[op_name(overload)] = Lowering(op_name(overload), "scatter", every)
+    for overload in INDEXED_BY_OVERLOAD:
+        found[op_name(overload)] = Lowering(op_name(overload), "indexed", every)
     return found
 
 
@@ -138,7 +146,13 @@ def _interpreter_shims(kernels: str) -> list[str]:
 
 def _table_entry(overload) -> str:
     """The op's table entry, functions left out (their effect is in the emitted kernels)."""
-    for table in (POINTWISE_BY_OVERLOAD, REDUCTION_BY_OVERLOAD, VIEW_BY_OVERLOAD, SCATTER_BY_OVERLOAD):
+    for table in (
+        POINTWISE_BY_OVERLOAD,
+        REDUCTION_BY_OVERLOAD,
+        VIEW_BY_OVERLOAD,
+        SCATTER_BY_OVERLOAD,
+        INDEXED_BY_OVERLOAD,
+    ):
         if overload in table:
             entry = table[overload]
             return repr(

@@ -10,7 +10,8 @@ Each entry is one aten op (one or more overloads that share semantics) and says
 Adding a pointwise op is one `_op(...)` line here. Operands arrive as names of temporaries already
 cast as their typing rule says, so a renderer never promotes. Views are in `VIEW_OPS`, and they move
 indices rather than values (see `fuser.views`); scatters (`SCATTER_OPS`) choose, per element, between
-two inputs read at different indices.
+two inputs read at different indices; indexed ops (`INDEXED_OPS`: gather, scatter of a value) read or write
+at positions a tensor of the kernel holds.
 """
 
 from __future__ import annotations
@@ -95,6 +96,16 @@ class ScatterOp:
     """An op each of whose elements is read from one of its inputs, chosen by position: `self` with a
     region replaced by `src` (the gradient of a slice), or inputs laid end to end (cat). It fuses like a
     pointwise op; `fuser.views.scatter_pieces` says which input each element comes from, and where."""
+
+    name: str
+    overloads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IndexedOp:
+    """An op that reads or writes along `dim` at positions another tensor holds: gather reads `self` there,
+    scatter of a value writes the value there. The kernel loads those positions (`Builder.indexed`), so,
+    unlike a view's, its index mapping depends on the data."""
 
     name: str
     overloads: tuple[str, ...]
@@ -754,6 +765,11 @@ SCATTER_OPS: tuple[ScatterOp, ...] = (
     ScatterOp("cat", ("cat.default",)),
 )
 
+INDEXED_OPS: tuple[IndexedOp, ...] = (
+    IndexedOp("gather", ("gather.default",)),
+    IndexedOp("scatter_value", ("scatter.value",)),
+)
+
 
 def _overload(qualified: str) -> torch._ops.OpOverload:
     namespace, _, rest = qualified.rpartition("::") if "::" in qualified else ("aten", "", qualified)
@@ -768,3 +784,4 @@ def _by_overload(ops) -> dict:
 POINTWISE_BY_OVERLOAD = _by_overload(POINTWISE_OPS)
 VIEW_BY_OVERLOAD = _by_overload(VIEW_OPS)
 SCATTER_BY_OVERLOAD = _by_overload(SCATTER_OPS)
+INDEXED_BY_OVERLOAD = _by_overload(INDEXED_OPS)

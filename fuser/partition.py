@@ -25,10 +25,17 @@ from torch import fx
 
 from fuser.dtypes import SUPPORTED_DTYPES
 from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, Accepts
+from fuser.ops import (
+    INDEXED_BY_OVERLOAD,
+    POINTWISE_BY_OVERLOAD,
+    SCATTER_BY_OVERLOAD,
+    VIEW_BY_OVERLOAD,
+    Accepts,
+)
 from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
 from fuser.row_reads import reads_at_other_rows
 from fuser.shapes import same_shape
+from fuser.views import MAX_POSITIONS
 
 log = logging.getLogger("fuser")
 
@@ -65,6 +72,7 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         and target not in VIEW_BY_OVERLOAD
         and target not in SCATTER_BY_OVERLOAD
         and target not in REDUCTION_BY_OVERLOAD
+        and target not in INDEXED_BY_OVERLOAD
     ):
         return "no lowering in the op table"
     out = meta(node)
@@ -81,6 +89,12 @@ def lowering_obstacle(node: fx.Node) -> str | None:
             return f"it mixes devices ({value.device} and {out.device})"
     if out.device.type not in ("cpu", "cuda"):
         return f"device {out.device.type} is not lowered"
+    if any(tensor_meta(a) is None for a in node.all_input_nodes):
+        # A Python number the graph takes as an input (a label smoothing that changed between calls, so
+        # Dynamo made it a SymFloat): a kernel has no parameter for one.
+        return "it reads a symbolic number, not a tensor"
+    if target in INDEXED_BY_OVERLOAD:
+        return _indexed_obstacle(node)
     op = POINTWISE_BY_OVERLOAD.get(target)
     if op is not None:
         operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]
@@ -91,6 +105,21 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         # Bool operands compute as int32 (operand_types): read the operands' own dtypes here.
         if op.accepts is Accepts.NUMBERS and not any(op.accepts.admits(v.dtype) for v in _tensor_args(node)):
             return f"{op.name} is not lowered for bool operands"
+    return None
+
+
+def _indexed_obstacle(node: fx.Node) -> str | None:
+    """What keeps a gather or a scatter of a value (`fuser.ops.IndexedOp`) out of a kernel."""
+    args = bind_arguments(node)
+    source, positions = meta(args["self"]), meta(args["index"])
+    if source.dim() == 0 or positions.dim() != source.dim():
+        return "it indexes a 0-d tensor, or its index has another rank than its input"
+    if args.get("sparse_grad"):
+        return "its sparse_grad is set"
+    if node.target is torch.ops.aten.scatter.value:
+        count = positions.shape[args["dim"] % source.dim()]
+        if not isinstance(count, int) or count > MAX_POSITIONS:
+            return f"it writes more than {MAX_POSITIONS} positions (or a symbolic number) along its dim"
     return None
 
 

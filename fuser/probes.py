@@ -32,7 +32,14 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from fuser import miscompiles
 from fuser.codegen import KernelSource
-from fuser.ops import POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD, PointwiseOp, Typing
+from fuser.ops import (
+    INDEXED_BY_OVERLOAD,
+    POINTWISE_BY_OVERLOAD,
+    SCATTER_BY_OVERLOAD,
+    VIEW_BY_OVERLOAD,
+    PointwiseOp,
+    Typing,
+)
 from fuser.reductions import REDUCTION_BY_OVERLOAD, ReductionOp
 
 ROWS, COLS = 5, 7  # odd sizes: neither is a power of two, so masks and loops are in every probe
@@ -326,6 +333,35 @@ def _scatter_graph(name: str, overload, dtype, context: str, device: str) -> fx.
     return g.output(out)
 
 
+def _indexed_graphs(name, overload, dtypes, device) -> Iterator[tuple[str, Callable[[], fx.Graph]]]:
+    for dtype in dtypes:
+        contexts = ("alone", "producing", "consuming", "reduced", "one position", "first dim")
+        for context in contexts if dtype in CLASS_DTYPES or dtype == dtypes[0] else ("alone",):
+            yield f"{dtype} {context}", partial(_indexed_graph, overload, dtype, context, device)
+
+
+def _indexed_graph(overload, dtype, context: str, device: str) -> fx.Graph:
+    """A gather or a scatter of a value along the columns (the rows for "first dim"), at positions an
+    int64 input holds: 3 a row (1 for "one position")."""
+    same, rowmax = _probe_ops()
+    g = _Graph(device)
+    x = g.input((ROWS, COLS), dtype)
+    if context == "consuming":
+        x = g.call(same, x)
+    dim = 0 if context == "first dim" else 1
+    count = 1 if context == "one position" else 3
+    index = g.input((count, COLS) if dim == 0 else (ROWS, count), torch.int64)
+    if overload is torch.ops.aten.gather.default:
+        out = g.call(overload, x, dim, index)
+    else:
+        out = g.call(overload, x, dim, index, _scalar("Scalar", dtype))
+    if context == "producing":
+        out = g.call(same, out)
+    elif context == "reduced":
+        out = g.call(rowmax, out, [-1])
+    return g.output(out)
+
+
 def graphs(
     name: str, overload, dtypes: tuple[torch.dtype, ...], device: str
 ) -> Iterator[tuple[str, Callable[[], fx.Graph]]]:
@@ -336,6 +372,8 @@ def graphs(
         return _reduction_graphs(overload, dtypes, device)
     if overload in VIEW_BY_OVERLOAD:
         return _view_graphs(name, overload, dtypes, device)
+    if overload in INDEXED_BY_OVERLOAD:
+        return _indexed_graphs(name, overload, dtypes, device)
     assert overload in SCATTER_BY_OVERLOAD, name
     return _scatter_graphs(name, overload, dtypes, device)
 

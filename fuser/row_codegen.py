@@ -23,6 +23,7 @@ from fuser import ir, miscompiles, row_reads
 from fuser.codegen import Arg, Builder, function, unflatten
 from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
 from fuser.nodes import bind_arguments, meta
+from fuser.ops import POINTWISE_BY_OVERLOAD
 from fuser.partition import Kernel
 from fuser.reductions import KINDS, is_reduction, kind_of, reduction_input, space_of
 from fuser.shapes import same, same_shape
@@ -39,6 +40,36 @@ INT_LIMITS = {
     torch.int8: (-128, 127),
     torch.uint8: (0, 255),
 }
+
+
+def softmax_total(maximum: fx.Node, kernel: Kernel) -> fx.Node | None:
+    """The kernel's sum over the rows of exp(x - maximum), where `maximum` is a row max of x kept as a dim
+    and every value is float32 (a softmax's or a cross-entropy's; a half softmax's decomposition computes
+    in float32 too): the looped variant computes the two in one pass (`RowBuilder.online_softmax`). Its
+    running sums are float32, so a float64 row keeps two passes."""
+    source, computed = reduction_input(maximum), set(kernel.computed)
+    if kind_of(maximum).name != "max" or meta(maximum).dim() != meta(source).dim():
+        return None  # not a max, or one without its dims kept (a softmax's keeps them)
+    for total in kernel.computed:
+        if (
+            not is_reduction(total)
+            or kind_of(total).name != "sum"
+            or not space_of(total).same_as(kernel.space)
+        ):
+            continue
+        exp = reduction_input(total)
+        difference = exp.args[0] if exp.target is torch.ops.aten.exp.default else None
+        if (
+            exp in computed
+            and isinstance(difference, fx.Node)
+            and difference in computed
+            and difference.target is torch.ops.aten.sub.Tensor
+            and difference.args[:2] == (source, maximum)
+            and bind_arguments(difference)["alpha"] == 1
+            and all(meta(n).dtype == torch.float32 for n in (source, maximum, difference, exp, total))
+        ):
+            return total
+    return None
 
 
 def splittable(kernel: Kernel) -> bool:
@@ -151,7 +182,11 @@ class RowBuilder(Builder):
             return getattr(self, kind.emitter)(node, source, kind.name)
         accumulate = kind.accumulates(out.dtype)
         self.current = node
-        result = self.reduce(kind.name, source, accumulate)
+        total = softmax_total(node, self.kernel) if not self.persistent and self.stage is None else None
+        if total is not None:
+            result = self.online_softmax(source, total)
+        else:
+            result = self.reduce(kind.name, source, accumulate)
         if self.stage == "split_partials":
             # Split s's partial result of row r at s * num_rows + r.
             at = ir.Address(
@@ -219,6 +254,44 @@ class RowBuilder(Builder):
             step = ir.over(combine.format(a=accumulator, b=block), accumulator, block)
             self.body.append(ir.Update((accumulator.text,), step))
         return self._row(kind, ir.over(finish.format(x=accumulator) + "[:, None]", accumulator))
+
+    def online_softmax(self, source: fx.Node, total: fx.Node) -> ir.Expr:
+        """The row max of `source` and `total`, the row sum of exp(source - that max), in one pass over a
+        looped row, not two: each lane keeps its running max and its sum of exp relative to it, rescaled
+        when the max grows; the lanes then meet at the row's max. A cross-entropy over 32,000 classes read
+        its logits twice for these two (issue 29). As in eager: nan where the row holds nan or +inf, and
+        where every element is -inf (exp(-inf - -inf))."""
+        exp = POINTWISE_BY_OVERLOAD[torch.ops.aten.exp.default].render
+        dtype = torch.float32
+        lane_max = self.emit("lane_max", self._identity("max", dtype))
+        lane_sum = self.emit("lane_sum", ir.Expr("tl.full([XBLOCK, RBLOCK], 0, tl.float32)"))
+        with self.columns():
+            x = self._input(source, dtype, "max")
+            grown = self.emit("grown", ir.over(f"lib.maximum_nan({lane_max}, {x})", lane_max, x))
+            rescale = self._rescale(lane_max, grown, exp)
+            term = self.emit(
+                "term",
+                ir.over(f"tl.where({grown} == -float('inf'), 0.0, {exp(f'{x} - {grown}')})", grown, x),
+            )
+            step = ir.over(f"{lane_sum} * {rescale} + {term}, {grown}", lane_sum, rescale, term, grown)
+            self.body.append(ir.Update((lane_sum.text, lane_max.text), step))
+        finish = KINDS["max"].combine.finish.format(x=lane_max)
+        row_max = self._row("max", ir.over(f"{finish}[:, None]", lane_max))
+        weighted = self.emit(
+            "weighted", ir.over(f"{lane_sum} * {self._rescale(lane_max, row_max, exp)}", lane_sum)
+        )
+        summed = self._row("sum", ir.over(f"tl.reduce({weighted}, 1, lib.add)[:, None]", weighted))
+        nan = "float('nan')"
+        no_max = ir.over(f"tl.where({row_max} == -float('inf'), {nan}, {summed})", row_max, summed)
+        self.reduced[("sum", reduction_input(total), dtype)] = self._row("sum", no_max)
+        return row_max
+
+    def _rescale(self, old: ir.Expr, new: ir.Expr, exp) -> ir.Expr:
+        """exp(old - new), the factor a sum relative to max `old` takes to be relative to `new`; exactly 1
+        where they are equal, -inf included."""
+        return self.emit(
+            "rescale", ir.over(f"tl.where({old} == {new}, 1.0, {exp(f'{old} - {new}')})", old, new)
+        )
 
     def _row(self, stem: str, expr: ir.Expr) -> ir.Expr:
         """A value per row: a reduction over the columns, whatever the level of what it reads."""

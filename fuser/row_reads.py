@@ -14,15 +14,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
 from fuser import ir, miscompiles
 from fuser.nodes import bind_arguments, meta, tensor_meta
-from fuser.ops import SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.ops import INDEXED_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.reductions import Space, is_reduction, kind_of, reduction_input, space_of
 from fuser.shapes import same, same_shape
-from fuser.views import KEEPS_ENTRIES, Index, broadcast_index, scatter_pieces, source_index
+from fuser.views import (
+    KEEPS_ENTRIES,
+    Index,
+    at_position,
+    broadcast_index,
+    scatter_pieces,
+    scatter_positions,
+    source_index,
+)
 
 if TYPE_CHECKING:
     from fuser.partition import Kernel
@@ -58,10 +67,12 @@ class _Names:
         return f"expr{self.count}"
 
 
-# The nodes that may map an index to another row: every scatter, and every view but those that only keep
-# index entries (`views.KEEPS_ENTRIES`).
-_MOVERS = frozenset(o for o, view in VIEW_BY_OVERLOAD.items() if view.name not in KEEPS_ENTRIES) | frozenset(
-    SCATTER_BY_OVERLOAD
+# The nodes that may map an index to another row: every scatter and indexed op, and every view but those
+# that only keep index entries (`views.KEEPS_ENTRIES`).
+_MOVERS = (
+    frozenset(o for o, view in VIEW_BY_OVERLOAD.items() if view.name not in KEEPS_ENTRIES)
+    | frozenset(SCATTER_BY_OVERLOAD)
+    | frozenset(INDEXED_BY_OVERLOAD)
 )
 
 
@@ -115,6 +126,17 @@ def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
                 kind, bind_arguments(node), index, meta(node).shape, shapes, names, kind
             ):
                 visit(sources[number], at)
+        elif node.target in INDEXED_BY_OVERLOAD:  # read where the builder's `indexed` reads
+            args = bind_arguments(node)
+            shape = meta(node).shape
+            dim, positions = args["dim"] % len(shape), args["index"]
+            if node.target is torch.ops.aten.gather.default:
+                visit(positions, index)
+                visit(args["self"], at_position(index, dim, names.index_temp(ir.Expr(""))))
+            else:
+                visit(args["self"], index)
+                for at in scatter_positions(index, dim, shape, meta(positions).shape, names, "scatter")[1]:
+                    visit(positions, at)
         else:  # a pointwise op: its tensor operands, broadcast
             for arg in node.all_input_nodes:
                 visit(arg, broadcast_index(index, meta(node).shape, meta(arg).shape))

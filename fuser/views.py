@@ -201,3 +201,33 @@ def scatter_pieces(
         *tried, (_, number, last) = pieces
         return [*tried, (None, number, last)]
     raise NotImplementedError(f"scatter kind {kind!r} has no index mapping")
+
+
+# An indexed op (`fuser.ops.IndexedOp`, of rank 1 or more) maps an index through the values of its `index`
+# tensor, which the kernel loads; these give the index arithmetic around those values.
+
+# A scatter of a value compares each output element with at most this many positions along its dim.
+MAX_POSITIONS = 8
+
+
+def at_position(index: Index, dim: int, position: str) -> Index:
+    """`index` with its entry along `dim` replaced by `position` (where a gather reads its source)."""
+    return (*index[:dim], position, *index[dim + 1 :])
+
+
+def scatter_positions(
+    index: Index, dim: int, out_shape, positions_shape, sink: IndexSink, name: str
+) -> tuple[ir.Expr | None, list[Index]]:
+    """For output `index` of a scatter of a value along `dim`: the condition that `index` lies within the
+    positions tensor's extent along the other dims (None: it always does), and where to read each position
+    the element is compared with, one per entry along `dim`, clamped into the positions tensor."""
+    inside, at = [], list(index)
+    for d, size in enumerate(positions_shape):
+        if d == dim or index[d] == "0" or same(size, out_shape[d]):
+            continue
+        bound = sink.int_param(f"{name}_positions{d}", size)
+        inside.append(ir.over(f"({index[d]} < {bound})", index[d], bound))
+        at[d] = sink.index_temp(ir.over(f"tl.minimum({index[d]}, {bound} - 1)", index[d], bound))
+    reads = [at_position(tuple(at), dim, str(k)) for k in range(positions_shape[dim])]
+    condition = ir.over(" & ".join(e.text for e in inside), *inside) if inside else None
+    return condition, reads

@@ -102,6 +102,11 @@ def logits_and_targets(rows: int, cols: int, device: str) -> list[torch.Tensor]:
     return [_randn(rows, cols, device=device), torch.randint(0, cols, (rows,), device=device)]
 
 
+def logits_with_grad_and_targets(rows: int, cols: int, device: str) -> list[torch.Tensor]:
+    logits, targets = logits_and_targets(rows, cols, device)
+    return [logits.requires_grad_(), targets]
+
+
 def residual_and_norm(rows: int, cols: int, device: str, grad: bool = False) -> list[torch.Tensor]:
     return [
         _randn(rows, cols, device=device, grad=grad),
@@ -210,6 +215,13 @@ OPTIMIZER_SIZES = {
     "cpu_tiny": {"tensors": 6, "rows": 2, "cols": 4},
 }
 
+CROSS_ENTROPY_SIZES = {
+    "gpu": {"rows": 8192, "cols": 32000},  # 8192 tokens over a 32,000-word vocabulary
+    "gpu_tiny": {"rows": 2, "cols": 16},
+    "cpu": {"rows": 5, "cols": 129},
+    "cpu_tiny": {"rows": 2, "cols": 16},
+}
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -244,12 +256,15 @@ WORKLOADS: dict[str, Workload] = {
             "cross_entropy(logits.float(), targets), mean over rows: bf16 logits, int64 targets, forward",
             cross_entropy,
             logits_and_targets,
-            {
-                "gpu": {"rows": 8192, "cols": 32000},  # 8192 tokens over a 32,000-word vocabulary
-                "gpu_tiny": {"rows": 2, "cols": 16},
-                "cpu": {"rows": 5, "cols": 129},
-                "cpu_tiny": {"rows": 2, "cols": 16},
-            },
+            CROSS_ENTROPY_SIZES,
+        ),
+        Workload(
+            "cross_entropy_backward",
+            "cross_entropy forward and backward (the logits' gradient): bf16 logits, int64 targets",
+            cross_entropy,
+            logits_with_grad_and_targets,
+            CROSS_ENTROPY_SIZES,
+            backward=True,
         ),
         Workload(
             "adam_step",

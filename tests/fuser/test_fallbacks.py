@@ -237,3 +237,25 @@ def test_batch_norm_statistics_that_eager_returns_in_float32_reach_kernels_as_tr
     torch.testing.assert_close(
         compiled, expected, atol=0.05 * scale, rtol=0
     )  # bf16 statistics, rounded once more
+
+
+def test_a_number_that_changes_between_calls_stays_eager_where_an_op_reads_it(device):
+    """A label smoothing given as an argument changes between calls, so Dynamo's second graph takes it as a
+    SymFloat input. An op reading it ran its kernel's generation into that number as if it were a tensor
+    (AttributeError: 'SymFloat' object has no attribute 'shape'; strict mode raised, else the whole kernel
+    ran eager). Now the op reading the number runs eager and the rest fuses."""
+
+    def loss(logits, targets, smoothing):
+        return torch.nn.functional.cross_entropy(logits, targets, label_smoothing=smoothing)
+
+    compiled = torch.compile(loss, backend="fuser")
+    generator = torch.Generator().manual_seed(0)
+    with fuser.collecting() as graphs:
+        # A size and the number both change: Dynamo's automatic dynamic then makes both symbolic.
+        for smoothing, classes in ((0.0, 40), (0.1, 40), (0.0, 50), (0.1, 50), (0.2, 60)):
+            logits = torch.randn(6, classes, generator=generator).to(device)
+            targets = torch.randint(0, classes, (6,), generator=generator).to(device)
+            torch.testing.assert_close(compiled(logits, targets, smoothing), loss(logits, targets, smoothing))
+    eager = [call for graph in graphs for call in graph.eager_calls]
+    assert eager and set(eager) == {"aten.mul.Scalar"}
+    assert "it reads a symbolic number, not a tensor" in {r for g in graphs for _, r in g.fallbacks}

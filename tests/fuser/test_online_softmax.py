@@ -1,0 +1,85 @@
+"""A looped row kernel computes a row's max and its sum of exp(x - max) in one pass over the row (online
+softmax, `RowBuilder.online_softmax`), not one pass each: a cross-entropy over 32,000 classes read its
+logits twice for them (issue 29). Rows long enough to loop on the CPU (over 2**14 columns)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import fuser
+
+COLS = 20_000
+
+
+def passes(source: str) -> int:
+    """How many loops over a row the kernel makes."""
+    return source.count("for col_start in range")
+
+
+def edge_rows(dtype=torch.float32, device="cpu") -> torch.Tensor:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(6, COLS, generator=generator, dtype=torch.float64) * 30
+    x[1] = float("-inf")  # every element -inf: eager's exp(-inf - -inf) is nan
+    x[2, 11] = float("nan")
+    x[3, 9] = float("inf")
+    x[4, :100] = float("-inf")  # a max that grows from -inf partway along the row
+    x[5] = torch.linspace(-80, 80, COLS)  # the max at the row's end: every lane rescales as it grows
+    return x.to(dtype).to(device)
+
+
+def test_softmax_over_a_long_row_is_one_pass_for_its_statistics(device):
+    x = edge_rows(device=device)
+    report = fuser.explain(lambda x: torch.softmax(x, 1), x)
+    torch.testing.assert_close(report.result, torch.softmax(x, 1), equal_nan=True)
+    (kernel,) = report.kernels
+    assert kernel.kind == "looped" and passes(kernel.source) == 2  # statistics, then the stored result
+
+
+def test_log_softmax_of_a_long_row_matches_eager_at_the_extremes(device):
+    x = edge_rows(device=device)
+    report = fuser.explain(lambda x: torch.log_softmax(x, 1), x)
+    torch.testing.assert_close(report.result, torch.log_softmax(x, 1), equal_nan=True)
+    assert passes(report.kernels[0].source) == 2
+
+
+def test_a_cross_entropy_over_many_classes_reads_its_logits_once(device):
+    logits = (
+        (torch.randn(5, COLS, generator=torch.Generator().manual_seed(1)) * 8).to(torch.bfloat16).to(device)
+    )
+    targets = torch.tensor([0, COLS - 1, 17, 3, 4], device=device)
+
+    def loss(logits, targets):
+        return F.cross_entropy(logits.float(), targets, reduction="none")
+
+    report = fuser.explain(loss, logits, targets)
+    torch.testing.assert_close(report.result, loss(logits, targets))
+    (kernel,) = report.kernels
+    assert passes(kernel.source) == 1
+
+
+def test_a_bfloat16_softmax_is_one_pass_too_as_its_decomposition_computes_in_float32(device):
+    x = edge_rows(torch.bfloat16, device)
+    report = fuser.explain(lambda x: torch.softmax(x, 1), x)
+    torch.testing.assert_close(report.result, torch.softmax(x, 1), equal_nan=True)
+    assert passes(report.kernels[0].source) == 2
+
+
+def test_a_float64_softmax_keeps_two_passes_for_its_statistics(device):
+    # The running sums are float32: a float64 row's would lose its precision.
+    x = edge_rows(torch.float64, device)
+    report = fuser.explain(lambda x: torch.softmax(x, 1), x)
+    torch.testing.assert_close(report.result, torch.softmax(x, 1), equal_nan=True)
+    assert passes(report.kernels[0].source) == 3
+
+
+def test_the_sum_of_exp_alone_is_nan_where_eager_s_is(device):
+    # A row of -inf: eager's exp(-inf - -inf) is nan, so its sum is; the lanes' running sums are all 0.
+    x = edge_rows(device=device)
+
+    def sum_of_exp(x):
+        return (x - x.amax(1, keepdim=True)).exp().sum(1)
+
+    report = fuser.explain(sum_of_exp, x)
+    torch.testing.assert_close(report.result, sum_of_exp(x), equal_nan=True)
+    assert report.result[1].isnan() and passes(report.kernels[0].source) == 1

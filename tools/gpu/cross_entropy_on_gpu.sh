@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 29 item 1 on the lent GPU: gather and scatter of a value fused, online softmax (recorded in
+# docs/gpu-runs.md):
+#   STEPS="env validate tests" bash tools/gpu/cross_entropy_on_gpu.sh   then apply $OUT/sm_90.toml here
+#   STEPS="env bench" PROCESSES=3 bash tools/gpu/cross_entropy_on_gpu.sh
+# validate: every op without a fresh sm_90 entry (gather.default and scatter.value), into $OUT/sm_90.toml;
+# tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
+# bench: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager side
+#   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT=${OUT:-/tmp/cross-entropy}
+source tools/gpu/lib.sh
+gpu_setup
+step env 30 0 bash -c versions
+step validate "${VALIDATE_S:-300}" 60 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
+    --workers "${WORKERS:-12}" --logs reports/validate/logs
+cp fuser/manifest/sm_90.toml "$OUT/" 2>/dev/null
+step tests 200 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_indexed.py \
+    tests/fuser/test_online_softmax.py -q -p no:cacheprovider
+workloads=${WORKLOADS:-"cross_entropy cross_entropy_backward softmax"}
+for k in $(seq 1 "${PROCESSES:-3}"); do
+    # shellcheck disable=SC2086  # a list of workloads
+    step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' $workloads) \
+        --repeats "${REPEATS:-3}" --json "$OUT/bench-$k.json"
+done
+bundle cross-entropy
