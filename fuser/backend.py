@@ -16,6 +16,7 @@ import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._decomp.decompositions import pw_cast_for_opmath
 from torch._functorch.aot_autograd import aot_module_simplified
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from fuser.autograd_pairs import split_pairs
@@ -174,4 +175,5 @@ def fuser_backend(
         bw_compiler=backward,
         decompositions=decomposition_table(foreach=chosen.fuse and chosen.horizontal),
         keep_inference_input_mutations=True,
+        **({"partition_fn": min_cut_rematerialization_partition} if chosen.recompute else {}),
     )

@@ -257,41 +257,47 @@ class RowBuilder(Builder):
 
     def online_softmax(self, source: fx.Node, total: fx.Node) -> ir.Expr:
         """The row max of `source` and `total`, the row sum of exp(source - that max), in one pass over a
-        looped row, not two: each lane keeps its running max and its sum of exp relative to it, rescaled
-        when the max grows; the lanes then meet at the row's max. A cross-entropy over 32,000 classes read
-        its logits twice for these two (issue 29). As in eager: nan where the row holds nan or +inf, and
-        where every element is -inf (exp(-inf - -inf))."""
+        looped row, not two: each chunk of the row is reduced to its max and its sum of exp relative to the
+        larger of that and the max so far, which the sum so far is rescaled to (one exp per element, and
+        one per row and chunk). A cross-entropy over 32,000 classes read its logits twice for these two
+        (issue 29). As in eager: nan where the row holds nan or +inf, and where every element is -inf
+        (exp(-inf - -inf))."""
         exp = POINTWISE_BY_OVERLOAD[torch.ops.aten.exp.default].render
-        dtype = torch.float32
-        lane_max = self.emit("lane_max", self._identity("max", dtype))
-        lane_sum = self.emit("lane_sum", ir.Expr("tl.full([XBLOCK, RBLOCK], 0, tl.float32)"))
+        running_max = self.emit("running_max", ir.Expr("tl.full([XBLOCK, 1], -float('inf'), tl.float32)"))
+        running_sum = self.emit("running_sum", ir.Expr("tl.full([XBLOCK, 1], 0, tl.float32)"))
         with self.columns():
-            x = self._input(source, dtype, "max")
-            grown = self.emit("grown", ir.over(f"lib.maximum_nan({lane_max}, {x})", lane_max, x))
-            rescale = self._rescale(lane_max, grown, exp)
+            # Made with `emit`, not `_row`: a chunk's values are per row but live in the loop.
+            x = self._input(source, torch.float32, "max")
+            finish = KINDS["max"].combine.finish.format(x=x)
+            grown = self.emit(
+                "grown", ir.over(f"lib.maximum_nan({running_max}, {finish}[:, None])", running_max, x)
+            )
+            rescale = self.emit(
+                "rescale",
+                ir.over(
+                    f"tl.where({running_max} == {grown}, 1.0, {exp(f'{running_max} - {grown}')})",
+                    running_max,
+                    grown,
+                ),
+            )
             term = self.emit(
                 "term",
                 ir.over(f"tl.where({grown} == -float('inf'), 0.0, {exp(f'{x} - {grown}')})", grown, x),
             )
-            step = ir.over(f"{lane_sum} * {rescale} + {term}, {grown}", lane_sum, rescale, term, grown)
-            self.body.append(ir.Update((lane_sum.text, lane_max.text), step))
-        finish = KINDS["max"].combine.finish.format(x=lane_max)
-        row_max = self._row("max", ir.over(f"{finish}[:, None]", lane_max))
-        weighted = self.emit(
-            "weighted", ir.over(f"{lane_sum} * {self._rescale(lane_max, row_max, exp)}", lane_sum)
+            step = ir.over(
+                f"{running_sum} * {rescale} + tl.reduce({term}, 1, lib.add)[:, None], {grown}",
+                running_sum,
+                rescale,
+                term,
+                grown,
+            )
+            self.body.append(ir.Update((running_sum.text, running_max.text), step))
+        row_max = self._row("max", running_max)
+        no_max = ir.over(
+            f"tl.where({row_max} == -float('inf'), float('nan'), {running_sum})", row_max, running_sum
         )
-        summed = self._row("sum", ir.over(f"tl.reduce({weighted}, 1, lib.add)[:, None]", weighted))
-        nan = "float('nan')"
-        no_max = ir.over(f"tl.where({row_max} == -float('inf'), {nan}, {summed})", row_max, summed)
-        self.reduced[("sum", reduction_input(total), dtype)] = self._row("sum", no_max)
+        self.reduced[("sum", reduction_input(total), torch.float32)] = self._row("sum", no_max)
         return row_max
-
-    def _rescale(self, old: ir.Expr, new: ir.Expr, exp) -> ir.Expr:
-        """exp(old - new), the factor a sum relative to max `old` takes to be relative to `new`; exactly 1
-        where they are equal, -inf included."""
-        return self.emit(
-            "rescale", ir.over(f"tl.where({old} == {new}, 1.0, {exp(f'{old} - {new}')})", old, new)
-        )
 
     def _row(self, stem: str, expr: ir.Expr) -> ir.Expr:
         """A value per row: a reduction over the columns, whatever the level of what it reads."""

@@ -133,3 +133,35 @@ def test_cross_entropy_forward_and_backward_fuse_whole(reduction, smoothing, dev
     if device == "cpu":
         forward, backward = (len(g.kernels) for g in graphs)
         assert forward <= 2 and backward == 1
+
+
+def test_with_recompute_a_cross_entropy_saves_no_log_probabilities_for_its_backward(device):
+    """options={"recompute": True}: AOTAutograd's min-cut partitioner recomputes the fp32 log-probabilities
+    in the backward's kernel from the logits and two numbers a row, where the default saves them: 4 bytes
+    an element written and read back, twice the bf16 logits themselves."""
+
+    def loss(logits, targets):
+        return F.cross_entropy(logits.float(), targets)
+
+    logits = torch.randn(9, 500, dtype=torch.bfloat16, device=device)
+    targets = positions(500, (9,)).to(device)
+    saved = {}
+    for recompute in (False, True):
+        leaf = logits.clone().requires_grad_()
+        shapes = saved[recompute] = []
+
+        def pack(tensor, shapes=shapes):
+            shapes.append((tuple(tensor.shape), tensor.dtype))
+            return tensor
+
+        compiled = torch.compile(loss, backend="fuser", dynamic=False, options={"recompute": recompute})
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            out = compiled(leaf, targets)
+        (grad,) = torch.autograd.grad(out, leaf)
+        eager_leaf = logits.clone().requires_grad_()
+        (want,) = torch.autograd.grad(loss(eager_leaf, targets), eager_leaf)
+        torch.testing.assert_close(out, loss(logits, targets))
+        torch.testing.assert_close(grad, want)
+        torch._dynamo.reset()
+    assert ((9, 500), torch.float32) in saved[False]
+    assert ((9, 500), torch.float32) not in saved[True] and ((9, 500), torch.bfloat16) in saved[True]

@@ -6,7 +6,8 @@
 # validate: every op without a fresh sm_90 entry (gather.default and scatter.value), into $OUT/sm_90.toml;
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
 # bench: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager side
-#   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json.
+#   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json; and recompute-<k>: the
+#   backward workload with FUSER_RECOMPUTE=1 (the fuser's min-cut partitioner option).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/cross-entropy}
@@ -23,5 +24,8 @@ for k in $(seq 1 "${PROCESSES:-3}"); do
     # shellcheck disable=SC2086  # a list of workloads
     step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' $workloads) \
         --repeats "${REPEATS:-3}" --json "$OUT/bench-$k.json"
+    # The same backward with the min-cut partitioner (options={"recompute": True}) for the fuser.
+    step "recompute-$k" 300 0 env FUSER_RECOMPUTE=1 "$PYTHON" benchmarks/compare.py \
+        --workload cross_entropy_backward --repeats "${REPEATS:-3}" --json "$OUT/recompute-$k.json"
 done
 bundle cross-entropy
