@@ -343,6 +343,7 @@ class Builder:
         shape = meta(args["self"]).shape
         raw, in_range, bound = self.position(args["index"], index, shape[dim], name)
         clamped = self.index_temp(ir.over(f"tl.minimum(tl.maximum({raw}, 0), {bound} - 1)", raw, bound))
+        clamped = miscompiles.rewrite("gather_position", clamped, index=index, dim=dim)
         value, held = self.value(args["self"], at_position(index, dim, clamped))
         if held.is_floating_point:
             nan = ir.Const(float("nan"), held)

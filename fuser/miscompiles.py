@@ -21,6 +21,7 @@ Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind 
 - `block_mask`: the element bound of a pointwise kernel's block mask (context: builder).
 - `reduction_identity`: a float row reduction's identity for masked lanes (context: kind).
 - `view_args`: a view's bound arguments, before its index is mapped to its source's (context: node).
+- `gather_position`: the position a gather reads its source at along its dim (context: index, dim).
 - `graph`: the aten graph before partitioning (context: backward).
 
 The kind is read once as each compile starts (`compiling`), so a test may set the variable in-process
@@ -55,6 +56,7 @@ POINTS = (
     "block_mask",
     "reduction_identity",
     "view_args",
+    "gather_position",
 )
 
 
@@ -241,6 +243,11 @@ def _constant_rounded(expr: str, argument: None, node: fx.Node, op: Any) -> str:
     return re.sub(r"(?<![\w.])\d+\.\d+(?:e-?\d+)?", four_digits, expr)
 
 
+def _gather_reads_own_position(position: str, argument: None, index: tuple, dim: int) -> str:
+    # The loaded position ignored: a gather reads its source at the output element's own position.
+    return index[dim]
+
+
 # --- the registry -------------------------------------------------------------------------------
 
 KINDS: dict[str, Miscompile] = {
@@ -276,6 +283,10 @@ KINDS: dict[str, Miscompile] = {
     "constant_rounded": Miscompile(
         "float constants inside a lowering's formula rounded to four significant digits",
         {"pointwise_expr": _constant_rounded},
+    ),
+    "gather_reads_own_position": Miscompile(
+        "a gather reads its source at the output element's own position along its dim, not the loaded one",
+        {"gather_position": _gather_reads_own_position},
     ),
     "wrong_lowering": Miscompile(
         "the named overload's lowering adds one to its value (negates a bool result)",

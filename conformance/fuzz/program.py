@@ -1,7 +1,8 @@
 """A fuzzed program as data: inputs, a list of nodes (an op, operand references, view steps), outputs.
 
 Values are numbered: `v0 … v{k-1}` are the inputs, and node i defines `v{k+i}`. An operand is a value
-(seen through zero or more view steps) or a Python scalar. An in-place node updates its first operand
+(seen through zero or more view steps), a Python scalar, or positions the program computes (`Positions`,
+a gather's or a scatter's index). An in-place node updates its first operand
 (an input or an earlier value) and names the updated tensor. The program renders to straight-line
 source, which is what eager, the float64 reference and the backend all run, and what a repro prints:
 
@@ -71,13 +72,49 @@ class View:
         return getattr(tensor, self.kind)(*self.args)
 
 
+# Spreads an element's number over the positions (a prime well past any size drawn).
+SPREAD = 7919
+
+
 @dataclass(frozen=True)
-class Operand:
-    value: int | None  # the value number, or None for a Python scalar
-    scalar: Any = None
-    views: tuple[View, ...] = ()
+class Positions:
+    """An int64 index tensor the program computes, for gather and scatter: each element's number times
+    SPREAD plus `salt`, modulo `high`. Every run of the program (eager, the float64 reference, the
+    backend) reads the same positions, all within [0, high), on the device of value `like`."""
+
+    shape: tuple[int, ...]
+    high: int
+    salt: int
+    like: int
 
     def source(self) -> str:
+        count = math.prod(self.shape)
+        return (
+            f"torch.arange({count}, device=v{self.like}.device).mul({SPREAD}).add({self.salt})"
+            f".remainder({self.high}).reshape({_literal(self.shape)})"
+        )
+
+    def make(self, device: torch.device) -> torch.Tensor:
+        count = math.prod(self.shape)
+        return (
+            torch.arange(count, device=device)
+            .mul(SPREAD)
+            .add(self.salt)
+            .remainder(self.high)
+            .reshape(self.shape)
+        )
+
+
+@dataclass(frozen=True)
+class Operand:
+    value: int | None  # the value number, or None for a Python scalar or computed positions
+    scalar: Any = None
+    views: tuple[View, ...] = ()
+    positions: Positions | None = None
+
+    def source(self) -> str:
+        if self.positions is not None:
+            return self.positions.source()
         if self.value is None:
             return _literal(self.scalar)
         text = f"v{self.value}"

@@ -9,7 +9,8 @@ steps on an operand (`conformance.fuzz.program.View`). Left out, each for a reas
   direction, and casts to the narrow integer dtypes (a float-to-integer cast of nan, inf or an
   out-of-range value is undefined behaviour in C++: casts to int32 and int64 are kept, and the
   resolution leaves such a cast out unless every value it casts is finite and in range);
-- shaped ops (normalizations, fallbacks): their samples need hand-made arguments.
+- shaped ops (normalizations, fallbacks): their samples need hand-made arguments; but gather and scatter
+  of a value (`INDEXED`), whose index the program computes.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class FuzzOp:
     """One op a program may call, and what a call needs."""
 
     spec: OpSpec
-    kind: str  # "pointwise" or "reduction"
+    kind: str  # "pointwise", "reduction" or "indexed"
     operands: tuple[tuple[str, str], ...] = ()  # pointwise: (name, "tensor" | "mask" | "scalar")
     positional: int = 1  # how many leading operands go by position
     variants: tuple[dict[str, Any], ...] = ({},)
@@ -141,6 +142,11 @@ def _reduction(spec: OpSpec) -> FuzzOp:
     )
 
 
+# Ops that read or write at positions an index tensor holds: the program computes their positions
+# (`conformance.fuzz.program.Positions`), so any drawn value can be their input.
+INDEXED = ("aten.gather.default", "aten.scatter.value")
+
+
 def vocabulary(specs: dict[str, OpSpec] | None = None) -> tuple[FuzzOp, ...]:
     """Every op a program may call, in a fixed order (the strategies draw an index into it)."""
     found = []
@@ -149,6 +155,8 @@ def vocabulary(specs: dict[str, OpSpec] | None = None) -> tuple[FuzzOp, ...]:
             op = _pointwise(spec)
         elif spec.family == "reduction":
             op = _reduction(spec)
+        elif spec.op in INDEXED:
+            op = FuzzOp(spec, "indexed", variants=spec.variants)
         else:
             op = None
         if op is not None:

@@ -16,7 +16,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from conformance.fuzz.check import check
-from conformance.fuzz.program import Input, Node, Operand, Program, View
+from conformance.fuzz.program import Input, Node, Operand, Positions, Program, View
 from conformance.fuzz.repro import write_repro
 from conformance.fuzz.strategies import (
     LONG,
@@ -166,6 +166,71 @@ def small_program() -> Program:
         dtypes=("float32", "float32", "float32"),
         differentiable=True,
     )
+
+
+def gather_program() -> Program:
+    """v1 = gather(exp(v0), 1, positions the program computes) + v0[:, :2]: a gather of a fused producer."""
+    positions = Positions((4, 2), high=6, salt=1, like=0)
+    gather = Node(
+        "aten.gather.default",
+        (Operand(1), Operand(None, positions=positions)),
+        keywords=("index",),
+        attrs=(("dim", 1),),
+    )
+    return Program(
+        inputs=(Input((4, 6), "float32", "contiguous", False),),
+        nodes=(
+            Node("aten.exp.default", (Operand(0),)),
+            gather,
+            Node("aten.add.Tensor", (Operand(2), Operand(0, views=(View("slice", (1, 0, None, 2)),)))),
+        ),
+        outputs=(3,),
+        dtypes=("float32", "float32", "float32", "float32"),
+        differentiable=True,
+    )
+
+
+def test_programs_asked_for_gather_and_scatter_call_them_on_values_of_every_kind():
+    found = Counter()
+
+    @settings(max_examples=80, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(programs(require_op=("aten.gather.default", "aten.scatter.value")))
+    def collect(program):
+        if program is None:
+            return
+        function = program.function()
+        function(*program.make_inputs())  # resolution ran it eagerly: its positions are in range
+        for node in program.nodes:
+            if node.op in ("aten.gather.default", "aten.scatter.value"):
+                source = program.dtypes[node.operands[0].value]
+                found[node.op] += 1
+                found["a view of the source"] += bool(node.operands[0].views)
+                found["a computed source"] += node.operands[0].value >= len(program.inputs)
+                found["a half source"] += source in ("bfloat16", "float16")
+                found["an integer source"] += source.startswith("int")
+                found["several positions a row"] += node.operands[1].positions.shape != tuple(
+                    1 if d == dict(node.attrs)["dim"] else s
+                    for d, s in enumerate(node.operands[1].positions.shape)
+                )
+
+    collect()
+    assert all(found[k] for k in ("aten.gather.default", "aten.scatter.value")), found
+    assert all(count > 0 for count in found.values()) and len(found) == 7, found
+
+
+def test_positions_the_program_computes_spread_over_the_dim_and_stay_in_it():
+    positions = Positions((5, 3), high=7, salt=2, like=0).make(torch.device("cpu"))
+    assert positions.dtype == torch.int64 and positions.shape == (5, 3)
+    assert positions.min() >= 0 and positions.max() < 7 and len(positions.unique()) == 7
+
+
+def test_a_gather_reading_its_own_position_fails_the_check_and_the_clean_fuser_passes(monkeypatch):
+    program = gather_program()
+    monkeypatch.delenv(ENV, raising=False)
+    assert check(program, "fuser").status == "pass"
+    monkeypatch.setenv(ENV, "gather_reads_own_position")
+    outcome = check(program, "fuser")
+    assert outcome.status == "fail" and "outputs: result[0]" in outcome.message, outcome
 
 
 def test_a_program_the_backend_runs_in_pieces_is_vacuous_not_a_pass(monkeypatch):
