@@ -354,23 +354,30 @@ class Builder:
 
     def scatter_value(self, node: fx.Node, args: dict, dim: int, index: Index, name: str):
         """`value` where `index` holds this element's position along `dim`, else `self`'s element. Equal
-        positions write the same value, so the order of writes does not matter."""
+        positions write the same value, so the order of writes does not matter. Where one of the
+        positions compared is out of range (eager raises), a float result is nan along that row."""
         out = meta(node)
         held = value_dtype(out.dtype)
         base = self.cast(*self.value(args["self"], index), held)
         positions = args["index"]
         inside, reads = scatter_positions(index, dim, out.shape, meta(positions).shape, self, name)
-        hits = []
+        hits, checks = [], []
         for at in reads:
-            raw, _, _ = self.position(positions, at, out.shape[dim], name)
+            raw, in_range, _ = self.position(positions, at, out.shape[dim], name)
             hits.append(ir.over(f"({raw} == {index[dim]})", raw, index[dim]))
+            checks.append(in_range)
         if not hits:
             return base, held
         hit = ir.over(" | ".join(h.text for h in hits), *hits)
         if inside is not None:
             hit = ir.over(f"{inside} & ({hit})", inside, hit)
         written = ir.Const(args["value"], held, out.dtype)
-        return self.emit(name, ir.over(f"tl.where({hit}, {written}, {base})", hit, written, base)), held
+        value = self.emit(name, ir.over(f"tl.where({hit}, {written}, {base})", hit, written, base))
+        if held.is_floating_point:
+            valid = ir.over(" & ".join(c.text for c in checks), *checks)
+            nan = ir.Const(float("nan"), held)
+            value = self.emit(name, ir.over(f"tl.where({valid}, {value}, {nan})", valid, value, nan))
+        return value, held
 
     def made(self, expr: ir.Expr, dtype: torch.dtype) -> ir.Expr:
         """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half

@@ -104,6 +104,16 @@ def test_a_gather_out_of_range_reads_nan_not_a_neighbour(device):
     assert result[1:].isnan().all()
 
 
+def test_a_scatter_out_of_range_is_nan_along_its_row_not_a_silent_no_op(device):
+    # Eager raises; a scatter that wrote nothing where its position is out of range would look right.
+    x = torch.randn(3, 5, device=device)
+    index = torch.tensor([[1, 2], [5, 0], [4, -1]], device=device)
+    result, _, eager = compiled(lambda x, i: x.scatter(1, i, 2.0), x, index)
+    assert not eager
+    torch.testing.assert_close(result[0], x[0].scatter(0, index[0], 2.0))
+    assert result[1:].isnan().all()
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_forward_and_backward_fuse_whole(reduction, smoothing, device):

@@ -3,11 +3,13 @@
 # docs/gpu-runs.md):
 #   STEPS="env validate tests" bash tools/gpu/cross_entropy_on_gpu.sh   then apply $OUT/sm_90.toml here
 #   STEPS="env bench" PROCESSES=3 bash tools/gpu/cross_entropy_on_gpu.sh
-# validate: every op without a fresh sm_90 entry (gather.default and scatter.value), into $OUT/sm_90.toml;
+# validate: every op without a fresh sm_90 entry (gather.default and scatter.value), into $OUT/sm_90.toml
+#   (VALIDATE_ARGS: more options, e.g. "--fuzz-examples 0");
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
 # bench: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager side
 #   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json; and recompute-<k>: the
 #   backward workload with FUSER_RECOMPUTE=1 (the fuser's min-cut partitioner option).
+# shellcheck disable=SC2086  # VALIDATE_ARGS is a list of options
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/cross-entropy}
@@ -15,7 +17,7 @@ source tools/gpu/lib.sh
 gpu_setup
 step env 30 0 bash -c versions
 step validate "${VALIDATE_S:-300}" 60 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
-    --workers "${WORKERS:-12}" --logs reports/validate/logs
+    --workers "${WORKERS:-12}" --logs reports/validate/logs ${VALIDATE_ARGS:-}
 cp fuser/manifest/sm_90.toml "$OUT/" 2>/dev/null
 step tests 200 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_indexed.py \
     tests/fuser/test_online_softmax.py -q -p no:cacheprovider
