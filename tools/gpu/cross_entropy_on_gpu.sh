@@ -8,7 +8,8 @@
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
 # bench: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager side
 #   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json; and recompute-<k>: the
-#   backward workload with FUSER_RECOMPUTE=1 (the fuser's min-cut partitioner option).
+#   backward workload with FUSER_RECOMPUTE=1 (the fuser's min-cut partitioner option);
+# sweep: the forward's looped kernel under other launch settings (STEPS="env sweep"; not run yet).
 # shellcheck disable=SC2086  # VALIDATE_ARGS is a list of options
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -30,4 +31,8 @@ for k in $(seq 1 "${PROCESSES:-3}"); do
     step "recompute-$k" 300 0 env FUSER_RECOMPUTE=1 "$PYTHON" benchmarks/compare.py \
         --workload cross_entropy_backward --repeats "${REPEATS:-3}" --json "$OUT/recompute-$k.json"
 done
+# sweep: the looped forward kernel's launch settings (one row a program, RBLOCK 2048, 4 warps by default),
+# against the 85% of copy peak issue 29 asks for.
+step sweep 200 0 "$PYTHON" benchmarks/compare.py --workload cross_entropy --repeats 1 --json "$OUT/sweep.json" \
+    --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
 bundle cross-entropy
