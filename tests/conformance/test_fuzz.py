@@ -224,15 +224,6 @@ def test_positions_the_program_computes_spread_over_the_dim_and_stay_in_it():
     assert positions.min() >= 0 and positions.max() < 7 and len(positions.unique()) == 7
 
 
-def test_a_gather_reading_its_own_position_fails_the_check_and_the_clean_fuser_passes(monkeypatch):
-    program = gather_program()
-    monkeypatch.delenv(ENV, raising=False)
-    assert check(program, "fuser").status == "pass"
-    monkeypatch.setenv(ENV, "gather_reads_own_position")
-    outcome = check(program, "fuser")
-    assert outcome.status == "fail" and "outputs: result[0]" in outcome.message, outcome
-
-
 def test_a_program_the_backend_runs_in_pieces_is_vacuous_not_a_pass(monkeypatch):
     program = small_program()
 
@@ -245,14 +236,26 @@ def test_a_program_the_backend_runs_in_pieces_is_vacuous_not_a_pass(monkeypatch)
     assert outcome.status == "vacuous", outcome
 
 
-def test_a_planted_miscompile_fails_the_check_and_the_clean_fuser_passes(monkeypatch):
-    program = small_program()
+@pytest.mark.parametrize(
+    "make, kind, in_backward",
+    [
+        # The backward's multiply is the planted one too.
+        (small_program, "wrong_lowering:aten.mul.Tensor", True),
+        # A gather reading at the element's own position, not the one the program computed.
+        (gather_program, "gather_reads_own_position", False),
+    ],
+    ids=["wrong_lowering", "gather_reads_own_position"],
+)
+def test_a_planted_miscompile_fails_the_check_and_the_clean_fuser_passes(
+    monkeypatch, make, kind, in_backward
+):
+    program = make()
     monkeypatch.delenv(ENV, raising=False)
     assert check(program, "fuser").status == "pass"
-    monkeypatch.setenv(ENV, "wrong_lowering:aten.mul.Tensor")
+    monkeypatch.setenv(ENV, kind)
     outcome = check(program, "fuser")
     assert outcome.status == "fail" and "outputs: result[0]" in outcome.message, outcome
-    assert "gradients: result[0]" in outcome.message  # the backward's multiply is the planted one too
+    assert ("gradients: result[0]" in outcome.message) == in_backward, outcome
 
 
 def test_a_repro_runs_alone_and_fails_the_same_way(tmp_path):
