@@ -89,14 +89,13 @@ def lowering_obstacle(node: fx.Node) -> str | None:
             return f"it mixes devices ({value.device} and {out.device})"
     if out.device.type not in ("cpu", "cuda"):
         return f"device {out.device.type} is not lowered"
-    if any(tensor_meta(a) is None for a in node.all_input_nodes):
-        # A Python number the graph takes as an input (a label smoothing that changed between calls, so
-        # Dynamo made it a SymFloat): a kernel has no parameter for one.
-        return "it reads a symbolic number, not a tensor"
     if target in INDEXED_BY_OVERLOAD:
         return _indexed_obstacle(node)
     op = POINTWISE_BY_OVERLOAD.get(target)
     if op is not None:
+        bound = bind_arguments(node)
+        if any(_symbolic_number(bound[name]) for name, _ in op.operands):
+            return SYMBOLIC_NUMBER
         operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]
         if op.accepts is Accepts.FLOATING and not all(map(op.accepts.admits, operand_types)):
             return f"{op.name} is lowered for floating dtypes only"
@@ -108,9 +107,21 @@ def lowering_obstacle(node: fx.Node) -> str | None:
     return None
 
 
+# A Python number the graph takes as an input (a label smoothing that changed between calls, so Dynamo made
+# it a SymFloat) and an op computes with: a kernel has no parameter for one. (Symbolic sizes of a view are
+# kernel parameters already.)
+SYMBOLIC_NUMBER = "it computes with a symbolic number, not a tensor"
+
+
+def _symbolic_number(arg: object) -> bool:
+    return isinstance(arg, fx.Node) and tensor_meta(arg) is None
+
+
 def _indexed_obstacle(node: fx.Node) -> str | None:
     """What keeps a gather or a scatter of a value (`fuser.ops.IndexedOp`) out of a kernel."""
     args = bind_arguments(node)
+    if _symbolic_number(args.get("value")):
+        return SYMBOLIC_NUMBER
     source, positions = meta(args["self"]), meta(args["index"])
     if source.dim() == 0 or positions.dim() != source.dim():
         return "it indexes a 0-d tensor, or its index has another rank than its input"

@@ -258,4 +258,19 @@ def test_a_number_that_changes_between_calls_stays_eager_where_an_op_reads_it(de
             torch.testing.assert_close(compiled(logits, targets, smoothing), loss(logits, targets, smoothing))
     eager = [call for graph in graphs for call in graph.eager_calls]
     assert eager and set(eager) == {"aten.mul.Scalar"}
-    assert "it reads a symbolic number, not a tensor" in {r for g in graphs for _, r in g.fallbacks}
+    assert "it computes with a symbolic number, not a tensor" in {r for g in graphs for _, r in g.fallbacks}
+
+
+def test_views_and_expands_of_symbolic_sizes_stay_in_their_kernel(device):
+    """The rule above is for numbers an op computes with: a view's symbolic sizes are kernel parameters
+    (its first version sent every view and expand of a dynamic graph eager)."""
+
+    def program(x, y):
+        return (x.sin().reshape(x.shape[0] * x.shape[1]) + y.expand(x.shape).reshape(-1)).exp()
+
+    with fuser.collecting() as graphs:
+        compiled = torch.compile(program, backend="fuser", dynamic=True)
+        for rows in (4, 6):
+            x, y = torch.randn(rows, 5, device=device), torch.randn(1, 5, device=device)
+            torch.testing.assert_close(compiled(x, y), program(x, y))
+    assert graphs and all(not g.fallbacks and not g.eager_calls for g in graphs)
