@@ -345,12 +345,7 @@ class Builder:
         clamped = self.index_temp(ir.over(f"tl.minimum(tl.maximum({raw}, 0), {bound} - 1)", raw, bound))
         clamped = miscompiles.rewrite("gather_position", clamped, index=index, dim=dim)
         value, held = self.value(args["self"], at_position(index, dim, clamped))
-        if held.is_floating_point:
-            nan = ir.Const(float("nan"), held)
-            value = self.emit(
-                "gathered", ir.over(f"tl.where({in_range}, {value}, {nan})", in_range, value, nan)
-            )
-        return value, held
+        return self.nan_unless("gathered", [in_range], value, held), held
 
     def scatter_value(self, node: fx.Node, args: dict, dim: int, index: Index, name: str):
         """`value` where `index` holds this element's position along `dim`, else `self`'s element. Equal
@@ -373,11 +368,16 @@ class Builder:
             hit = ir.over(f"{inside} & ({hit})", inside, hit)
         written = ir.Const(args["value"], held, out.dtype)
         value = self.emit(name, ir.over(f"tl.where({hit}, {written}, {base})", hit, written, base))
-        if held.is_floating_point:
-            valid = ir.over(" & ".join(c.text for c in checks), *checks)
-            nan = ir.Const(float("nan"), held)
-            value = self.emit(name, ir.over(f"tl.where({valid}, {value}, {nan})", valid, value, nan))
-        return value, held
+        return self.nan_unless(name, checks, value, held), held
+
+    def nan_unless(self, stem: str, checks: list[ir.Expr], value: ir.Expr, held: torch.dtype) -> ir.Expr:
+        """`value`, or nan where any of `checks` (positions in range) fails, for a float result: an indexed
+        op's answer at a position eager rejects, not a plausible neighbour's. Integers have no nan."""
+        if not held.is_floating_point:
+            return value
+        valid = ir.over(" & ".join(c.text for c in checks), *checks)
+        nan = ir.Const(float("nan"), held)
+        return self.emit(stem, ir.over(f"tl.where({valid}, {value}, {nan})", valid, value, nan))
 
     def made(self, expr: ir.Expr, dtype: torch.dtype) -> ir.Expr:
         """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half

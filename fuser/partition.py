@@ -127,7 +127,7 @@ def _indexed_obstacle(node: fx.Node) -> str | None:
         return "it indexes a 0-d tensor, or its index has another rank than its input"
     if args.get("sparse_grad"):
         return "its sparse_grad is set"
-    if node.target is torch.ops.aten.scatter.value:
+    if INDEXED_BY_OVERLOAD[node.target].name == "scatter_value":
         count = positions.shape[args["dim"] % source.dim()]
         if not isinstance(count, int) or count > MAX_POSITIONS:
             return f"it writes more than {MAX_POSITIONS} positions (or a symbolic number) along its dim"

@@ -47,9 +47,10 @@ def softmax_total(maximum: fx.Node, kernel: Kernel) -> fx.Node | None:
     and every value is float32 (a softmax's or a cross-entropy's; a half softmax's decomposition computes
     in float32 too): the looped variant computes the two in one pass (`RowBuilder.online_softmax`). Its
     running sums are float32, so a float64 row keeps two passes."""
-    source, computed = reduction_input(maximum), set(kernel.computed)
+    source = reduction_input(maximum)
     if kind_of(maximum).name != "max" or meta(maximum).dim() != meta(source).dim():
         return None  # not a max, or one without its dims kept (a softmax's keeps them)
+    computed = set(kernel.computed)
     for total in kernel.computed:
         if (
             not is_reduction(total)

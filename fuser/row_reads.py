@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
@@ -130,7 +129,7 @@ def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:
             args = bind_arguments(node)
             shape = meta(node).shape
             dim, positions = args["dim"] % len(shape), args["index"]
-            if node.target is torch.ops.aten.gather.default:
+            if INDEXED_BY_OVERLOAD[node.target].name == "gather":
                 visit(positions, index)
                 visit(args["self"], at_position(index, dim, names.index_temp(ir.Expr(""))))
             else:

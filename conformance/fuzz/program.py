@@ -87,22 +87,19 @@ class Positions:
     salt: int
     like: int
 
+    def _steps(self) -> tuple[tuple[str, Any], ...]:
+        """The tensor methods that make the positions from `arange`: the program's text and `make` alike."""
+        return (("mul", SPREAD), ("add", self.salt), ("remainder", self.high), ("reshape", self.shape))
+
     def source(self) -> str:
-        count = math.prod(self.shape)
-        return (
-            f"torch.arange({count}, device=v{self.like}.device).mul({SPREAD}).add({self.salt})"
-            f".remainder({self.high}).reshape({_literal(self.shape)})"
-        )
+        steps = "".join(f".{method}({_literal(arg)})" for method, arg in self._steps())
+        return f"torch.arange({math.prod(self.shape)}, device=v{self.like}.device){steps}"
 
     def make(self, device: torch.device) -> torch.Tensor:
-        count = math.prod(self.shape)
-        return (
-            torch.arange(count, device=device)
-            .mul(SPREAD)
-            .add(self.salt)
-            .remainder(self.high)
-            .reshape(self.shape)
-        )
+        positions = torch.arange(math.prod(self.shape), device=device)
+        for method, arg in self._steps():
+            positions = getattr(positions, method)(arg)
+        return positions
 
 
 @dataclass(frozen=True)
