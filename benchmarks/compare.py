@@ -132,16 +132,21 @@ def fuser_kernels(call: Step) -> int:
     return kernels
 
 
-def kernel_ms(call: Callable, calls: int = 20) -> float:
-    """Device time of the kernels one call launches (profiler), averaged over `calls` calls."""
+def kernel_ms(call: Callable, calls: int = 20) -> tuple[float, dict[str, float]]:
+    """Device time of the kernels one call launches (profiler), averaged over `calls` calls, and each
+    kernel's share by name (µs per call), where a slow one shows."""
     call()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
         for _ in range(calls):
             call()
         torch.cuda.synchronize()
-    total_us = sum(e.self_device_time_total for e in profile.key_averages() if e.self_device_time_total > 0)
-    return total_us / calls / 1e3
+    per_kernel = {
+        e.key: e.self_device_time_total / calls
+        for e in profile.key_averages()
+        if e.self_device_time_total > 0
+    }
+    return sum(per_kernel.values()) / 1e3, dict(sorted(per_kernel.items(), key=lambda kv: -kv[1]))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -246,10 +251,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         for v, backend in VARIANTS.items():
             ms = statistics.median(rounds[v])
             launches = launches_per_call(calls[v], backend, "cuda")
+            device_ms, per_kernel = kernel_ms(calls[v])
             entry["variants"][v] = {
                 "ms_median": ms,
                 "ms_rounds": rounds[v],
-                "kernel_ms": kernel_ms(calls[v]),
+                "kernel_ms": device_ms,
+                "kernel_us_by_name": per_kernel,
                 "launches_per_call": None if launches is None else launches.median,
                 "fraction_of_copy_peak": moved / (ms * 1e-3) / peak,
                 "max_relative_error": errors[v],
@@ -259,6 +266,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 f"{name:<26}{v:<10}{ms:>9.4f}{r['kernel_ms']:>11.4f}{r['fraction_of_copy_peak']:>9.1%}"
                 f"{ms / base:>12.2f}x{r['launches_per_call'] or '':>10}"
             )
+            for kernel, us in list(per_kernel.items())[:6]:
+                print(f"{'':<36}{us:>9.1f} us  {kernel[:70]}")
         entry["sweep"] = sweep(args.sweep, calls["fuser"], base, name)
         results["workloads"][name] = entry
     return results

@@ -48,6 +48,10 @@ def add_layer_norm(
     return hidden, F.layer_norm(hidden, hidden.shape[-1:], weight, bias, eps=1e-5)
 
 
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], weight, bias, eps=1e-5)
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
@@ -113,6 +117,13 @@ def residual_and_norm(rows: int, cols: int, device: str, grad: bool = False) -> 
         _randn(rows, cols, device=device, grad=grad),
         _randn(cols, device=device, grad=grad),
         _randn(cols, device=device, grad=grad),
+    ]
+
+
+def norm_with_grads(rows: int, cols: int, device: str) -> list[torch.Tensor]:
+    return [
+        _randn(rows, cols, device=device, grad=True),
+        *residual_and_norm(rows, cols, device, grad=True)[2:],
     ]
 
 
@@ -245,6 +256,14 @@ WORKLOADS: dict[str, Workload] = {
             "add_layer_norm forward and backward (grads of x, residual, weight, bias), bf16",
             add_layer_norm,
             residual_and_norm_with_grads,
+            ROWS_COLS,
+            backward=True,
+        ),
+        Workload(
+            "layer_norm_backward",
+            "layer_norm forward and backward (grads of x, weight, bias), bf16: issue 29's normalization row",
+            layer_norm,
+            norm_with_grads,
             ROWS_COLS,
             backward=True,
         ),
