@@ -12,30 +12,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import fuser
-from fuser.explain import collecting
+from shared_checks import fused_matches_eager
 
 HALF = [torch.float16, torch.bfloat16]
 FILLS = [0.1, -2.5, 1 / 3]  # inexact in both half dtypes, exact, inexact
-
-
-def compiled(fn):
-    torch._dynamo.reset()
-    return torch.compile(fn, backend="fuser", dynamic=False)
 
 
 def near_fill(value: float, dtype: torch.dtype, device: str) -> torch.Tensor:
     """x holding the fill as the dtype rounds it, and values around it."""
     rounded = torch.tensor(value, dtype=dtype).item()
     return torch.tensor([rounded, -rounded, 0.0, 1.0, rounded * 2], dtype=dtype, device=device)
-
-
-def same(got, want) -> None:
-    # This test's compiled program ran kernels: else it matched eager vacuously.
-    assert fuser.counters()["kernels_launched"] > 0, "no kernel ran: eager checked against eager"
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -52,10 +38,8 @@ def test_a_fill_is_rounded_to_its_dtype_before_it_is_combined(make, dtype, value
         return filled - x, filled == x
 
     x = near_fill(value, dtype, device)
-    with collecting() as graphs:
-        got = compiled(program)(x)
-    same(got, program(x))
-    assert f"aten.{make}.default" not in [c for g in graphs for c in g.eager_calls]
+    report = fused_matches_eager(program, x, rtol=0, atol=0)
+    assert f"aten.{make}.default" not in report.eager_calls
 
 
 @pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int64, torch.float64], ids=str)
@@ -66,7 +50,7 @@ def test_full_of_every_kind_of_dtype_alone_and_empty(dtype, device) -> None:
         ) + x
 
     x = torch.arange(5, device=device).to(dtype)
-    same(compiled(program)(x), program(x))
+    fused_matches_eager(program, x, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -78,7 +62,7 @@ def test_masked_fill_value_is_rounded_to_its_dtype_before_it_is_combined(dtype, 
 
     x = near_fill(value, dtype, device)
     mask = torch.tensor([True, False, True, True, False], device=device)
-    same(compiled(program)(x, mask), program(x, mask))
+    fused_matches_eager(program, x, mask, rtol=0, atol=0)
 
 
 LINSPACE_DTYPES = [torch.int64, torch.int32, torch.uint8, torch.bfloat16, torch.float16, torch.float32]
@@ -101,7 +85,7 @@ def test_linspace_and_logspace_follow_eager_in_every_dtype(dtype, ends, steps, d
         return line - x, powers - x
 
     x = torch.zeros(steps, dtype=dtype, device=device)
-    same(compiled(program)(x), program(x))
+    fused_matches_eager(program, x, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("size", [(7, 7), (3, 20000), (300, 2)], ids=str)
@@ -114,4 +98,4 @@ def test_eye_of_any_size_comes_back_right(size, device) -> None:
         return torch.eye(*size, dtype=x.dtype, device=device) - x
 
     x = torch.ones(size, device=device)
-    same([compiled(program)(x)], [program(x)])
+    fused_matches_eager(program, x, rtol=0, atol=0)

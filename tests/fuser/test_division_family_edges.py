@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from shared_checks import fused_matches_eager
 
 import fuser
 
@@ -34,15 +35,21 @@ def pairs(dtype: torch.dtype, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return a, b
 
 
-def assert_same(got: torch.Tensor, want: torch.Tensor) -> None:
-    # This test's compiled program ran kernels: else it matched eager vacuously.
-    assert fuser.counters()["kernels_launched"] > 0, "no kernel ran: eager checked against eager"
-    assert got.dtype == want.dtype and got.shape == want.shape
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    finite_zero = want == 0
-    assert torch.equal(torch.signbit(got[finite_zero]), torch.signbit(want[finite_zero])), (
-        "a zero's sign differs"
-    )
+EXACT = {"rtol": 0, "atol": 0}
+
+
+def matches_eager_to_the_sign_of_zero(program, *args, tolerance: dict = EXACT) -> None:
+    """The shared check (kernels ran; dtypes, shapes and inputs as eager's) with every result equal to
+    eager's within `tolerance` (exactly unless given; nan equal to nan) and each of eager's zeros signed as
+    eager's is (assert_close takes -0.0 for 0.0)."""
+
+    def compare(fused, eager):
+        for got, want in zip(fused, eager, strict=True):
+            torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
+            zero = want == 0
+            assert torch.equal(torch.signbit(got[zero]), torch.signbit(want[zero])), "a zero's sign differs"
+
+    fused_matches_eager(program, *args, compare=compare, **tolerance)
 
 
 def division_program(a, b):
@@ -59,8 +66,7 @@ def division_program(a, b):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_division_family_matches_eager_at_zeros_infinities_and_subnormals(dtype, device):
     a, b = pairs(dtype, device)
-    for got, want in zip(fuser.compile(division_program)(a, b), division_program(a, b), strict=True):
-        assert_same(got, want)
+    matches_eager_to_the_sign_of_zero(division_program, a, b)
 
 
 @pytest.mark.parametrize("divisor", [-0.5, -0.75, -0.0, 0.0, float("inf"), -float("inf")])
@@ -69,10 +75,8 @@ def test_division_family_by_a_0d_divisor_matches_eager(divisor, device):
     # raised on `bool_block & 0d_comparison` in remainder's and floor division's helpers).
     a, _ = pairs(torch.float32, device)
     b = torch.tensor(divisor, device=device)
-    for got, want in zip(fuser.compile(division_program)(a, b), division_program(a, b), strict=True):
-        assert_same(got, want)
-    for got, want in zip(fuser.compile(division_program)(b, a), division_program(b, a), strict=True):
-        assert_same(got, want)
+    matches_eager_to_the_sign_of_zero(division_program, a, b)
+    matches_eager_to_the_sign_of_zero(division_program, b, a)
 
 
 def test_remainders_backward_matches_eager(device):
@@ -82,6 +86,7 @@ def test_remainders_backward_matches_eager(device):
     want = a.grad, b.grad
     a.grad = b.grad = None
     fuser.compile(lambda x, y: torch.remainder(x, y).sum())(a, b).backward()
+    assert fuser.counters()["kernels_launched"] > 0, "no kernel ran: eager checked against eager"
     torch.testing.assert_close((a.grad, b.grad), want, rtol=0, atol=0, equal_nan=True)
 
 
@@ -92,16 +97,11 @@ def angle_program(a, b):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_atan2_hypot_copysign_match_eager_at_zeros_infinities_and_subnormals(dtype, device):
     a, b = pairs(dtype, device)
-    for got, want in zip(fuser.compile(angle_program)(a, b), angle_program(a, b), strict=True):
-        # atan2 and hypot are not correctly rounded: a few ulp, but every nan, infinity and zero as eager's.
-        # (On a GPU, atan2(tiny, 1) is 0 where eager's is tiny: libdevice flushes a subnormal beside a
-        # normal operand, a difference below the smallest normal.)
-        tolerance = (
-            {"rtol": 1.3e-6, "atol": torch.finfo(dtype).smallest_normal} if dtype == torch.float32 else {}
-        )
-        torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
-        zero = want == 0
-        assert torch.equal(torch.signbit(got[zero]), torch.signbit(want[zero]))
+    # atan2 and hypot are not correctly rounded: a few ulp, but every nan, infinity and zero as eager's.
+    # (On a GPU, atan2(tiny, 1) is 0 where eager's is tiny: libdevice flushes a subnormal beside a
+    # normal operand, a difference below the smallest normal.)
+    tolerance = {"rtol": 1.3e-6, "atol": torch.finfo(dtype).smallest_normal} if dtype == torch.float32 else {}
+    matches_eager_to_the_sign_of_zero(angle_program, a, b, tolerance=tolerance)
 
 
 def lerp_program(a, b, w):
@@ -112,8 +112,7 @@ def lerp_program(a, b, w):
 def test_lerp_matches_eager_at_infinite_weights_and_subnormal_ends(dtype, device):
     a, b = pairs(dtype, device)
     w = b.flip(0)
-    for got, want in zip(fuser.compile(lerp_program)(a, b, w), lerp_program(a, b, w), strict=True):
-        assert_same(got, want)
+    matches_eager_to_the_sign_of_zero(lerp_program, a, b, w)
 
 
 def row_program(s, x):
@@ -131,8 +130,7 @@ def test_floor_division_and_remainder_of_a_0d_operand_in_a_row_kernel(device):
     _, b = pairs(torch.float32, device)
     x = torch.where(b.isfinite(), b, 1.0).reshape(11, 11)
     s = torch.tensor(-0.75, device=device)
-    for got, want in zip(fuser.compile(row_program)(s, x), row_program(s, x), strict=True):
-        assert_same(got, want)
+    matches_eager_to_the_sign_of_zero(row_program, s, x)
 
 
 @pytest.mark.parametrize("dtype", [*FLOATS, torch.float16], ids=str)
@@ -144,8 +142,7 @@ def test_negation_keeps_the_sign_of_zero(dtype, device):
     def program(x):
         return torch.neg(x), torch.neg(torch.neg(x)), torch.rsqrt(torch.neg(torch.neg(x)))
 
-    for got, want in zip(fuser.compile(program)(x), program(x), strict=True):
-        assert_same(got, want)
+    matches_eager_to_the_sign_of_zero(program, x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
@@ -160,7 +157,7 @@ def test_addcmul_associates_as_the_devices_kernel(dtype, device):
     def program(x, t1, t2):
         return torch.addcmul(x, t1, t2, value=2)
 
-    assert_same(fuser.compile(program)(x, t1, t2), program(x, t1, t2))
+    matches_eager_to_the_sign_of_zero(program, x, t1, t2)
 
 
 # Found by the clean validation run's fuzz stage: fused, 0/0 of two bools was integer division, 0 (False),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from shared_checks import fused_matches_eager
 
 HALF = (torch.bfloat16, torch.float16)
 
@@ -25,16 +26,14 @@ def _row(dtype: torch.dtype, device: str) -> torch.Tensor:
 def test_a_wider_0dim_tensor_is_rounded_to_the_common_dtype_before_a_comparison(op, dtype, device):
     scalar = torch.tensor(1.0 + 2**-12, dtype=torch.float32, device=device)  # not a bfloat16 or half value
     row = _row(dtype, device)
-    compiled = torch.compile(lambda s, x: op(s, x), backend="fuser")
-    torch.testing.assert_close(compiled(scalar, row), op(scalar, row), rtol=0, atol=0)
+    fused_matches_eager(lambda s, x: op(s, x), scalar, row, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_a_wider_0dim_tensor_is_rounded_to_the_common_dtype_before_arithmetic(dtype, device):
     scalar = torch.tensor(1.0 + 2**-12, dtype=torch.float32, device=device)
     row = _row(dtype, device)
-    compiled = torch.compile(lambda s, x: x - s, backend="fuser")
-    torch.testing.assert_close(compiled(scalar, row), row - scalar, rtol=0, atol=0)
+    fused_matches_eager(lambda s, x: x - s, scalar, row, rtol=0, atol=0)
 
 
 def test_an_integer_0dim_tensor_is_rounded_to_the_common_dtype(device):
@@ -42,5 +41,4 @@ def test_an_integer_0dim_tensor_is_rounded_to_the_common_dtype(device):
         2**24 + 1, dtype=torch.int64, device=device
     )  # rounds in float16 to inf, in bf16 to 2**24
     row = torch.tensor([2.0**24, 2.0**24 + 2**17], dtype=torch.bfloat16, device=device)
-    compiled = torch.compile(lambda s, x: torch.eq(x, s), backend="fuser")
-    torch.testing.assert_close(compiled(big, row), torch.eq(row, big), rtol=0, atol=0)
+    fused_matches_eager(lambda s, x: torch.eq(x, s), big, row, rtol=0, atol=0)
