@@ -273,15 +273,22 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, float]:
-    """Time the fuser again under other launch settings, one at a time (then restore)."""
+def sweep(settings: str, call: Callable, base: float, name: str) -> dict[str, dict[str, Any]]:
+    """Time the fuser again under other launch settings, one at a time (then restore): its call and its
+    kernels' device time, kernel by kernel. Settings are separated by ','; '+' joins constants set
+    together (GPU_OUTER_XBLOCK=128+GPU_OUTER_RBLOCK=16)."""
     timings = {}
     for setting in filter(None, settings.split(",")):
-        restore = apply_settings(setting)
+        restore = apply_settings(setting.replace("+", ","))
         ms = triton.testing.do_bench(call, warmup=50, rep=300, return_mode="median")
+        device_ms, per_kernel = kernel_ms(call)
         apply_settings(restore)
-        timings[setting] = ms
-        print(f"  {name} fuser with {setting}: {ms:.4f} ms ({ms / base:.2f}x inductor)")
+        timings[setting] = {"ms": ms, "kernel_ms": device_ms, "kernel_us_by_name": per_kernel}
+        slowest = next(iter(per_kernel.items()), ("-", 0.0))
+        print(
+            f"  {name} fuser with {setting}: {ms:.4f} ms ({ms / base:.2f}x inductor), kernels {device_ms:.4f} ms"
+            f" (slowest {slowest[1]:.1f} us {slowest[0][:40]})"
+        )
     return timings
 
 

@@ -74,7 +74,9 @@ class KernelSource:
     flat_inputs: tuple[fx.Node, ...]
     # "pointwise", or a row kernel: "persistent" (a row per block), "looped", or the two stages of a
     # split reduction: "split_partials" (each program reduces one slice of the columns) and
-    # "split_combine" (reduces the slices' partial results and finishes the row).
+    # "split_combine" (reduces the slices' partial results and finishes the row); or "row_groups", a
+    # persistent kernel whose programs walk groups of rows and sum its column sums over them, before a
+    # "split_combine" of the column kernel adds up the groups' sums.
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
     row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
@@ -546,10 +548,13 @@ def kernel_name(kernel: Kernel) -> str:
     return "fused_" + "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
 
 
-def package(builder: Builder, kind: str, contiguous_rows: bool = False, row_inputs: int = 0) -> KernelSource:
-    """Write `builder`'s kernel with a header naming the aten nodes it covers."""
+def package(
+    builder: Builder, kind: str, contiguous_rows: bool = False, row_inputs: int = 0, name: str | None = None
+) -> KernelSource:
+    """Write `builder`'s kernel with a header naming the aten nodes it covers (named `name`: a second stage
+    bears its first's name)."""
     kernel = builder.kernel
-    name = kernel_name(kernel)
+    name = name or kernel_name(kernel)
     body = builder.source(name)
     covers = tuple(_describe(n) for n in kernel.computed)
     what = f"{kind} kernel" if kind != "pointwise" else "kernel"

@@ -14,7 +14,7 @@ import torch
 from torch import fx
 
 from fuser import validation
-from fuser.codegen import KernelSource, PointwiseBuilder, package
+from fuser.codegen import KernelSource, PointwiseBuilder, kernel_name, package
 from fuser.options import Options
 from fuser.partition import Kernel, Plan, partition
 from fuser.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs
@@ -27,6 +27,13 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     if kernel.space is None:
         return [package(PointwiseBuilder(kernel), "pointwise")]
     inner, whole = contiguous_rows(kernel), whole_inputs(kernel)
+    if kernel.column_sums is not None:
+        # Its rows walked in groups, summing the columns too; then the column kernel adds the groups' sums.
+        adds = RowBuilder(kernel.column_sums, True, "split_combine", first_output=len(kernel.row_members))
+        return [
+            package(RowBuilder(kernel, True, "row_groups"), "row_groups", inner, whole),
+            package(adds, "split_combine", name=kernel_name(kernel)),
+        ]
     variants = [
         package(RowBuilder(kernel, persistent), kind, inner, whole)
         for persistent, kind in ((True, "persistent"), (False, "looped"))

@@ -52,6 +52,19 @@ class Kernel:
     space: Space | None = None  # set for a row kernel (one holding reductions)
     computed: list[fx.Node] = field(default_factory=list)  # members and inlined nodes, topological order
     leaves: list[fx.Node] = field(default_factory=list)  # loaded values, in graph order
+    # A kernel reducing this one's rows (its columns' sums), computed with it: this kernel sums its own
+    # rows by groups while it reads them, and that one adds the groups' sums (`attach_column_sums`). Its
+    # members, computed nodes and leaves are among this kernel's, after its own members.
+    column_sums: Kernel | None = None
+
+    @property
+    def row_members(self) -> list[fx.Node]:
+        """The members this kernel stores while it walks its rows (all, without column sums)."""
+        return (
+            self.members[: len(self.members) - len(self.column_sums.members)]
+            if self.column_sums
+            else self.members
+        )
 
 
 @dataclass
@@ -337,29 +350,92 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
     return scheduled
 
 
+# The longest row a kernel computing column sums holds: its rows must fit one block, on a GPU
+# (fuser.runtime.launch_config.GPU_PERSISTENT_MAX) and in the interpreter alike.
+COLUMN_SUMS_MAX_COLS = 8192
+
+
+def _sums_columns_of(rows: Kernel, columns: Kernel) -> bool:
+    """Whether `columns` only sums, over the rows of `rows`'s space, values `rows` can compute per element:
+    a layer norm's weight and bias gradients beside its input gradient."""
+    from fuser.row_codegen import contiguous_rows, splittable  # codegen's view of a kernel
+
+    x, y = rows.space, columns.space
+    if x is None or y is None or rows.column_sums is not None or rows.device != columns.device:
+        return False
+    if not same_shape(x.shape, y.shape) or set(y.reduced) != set(x.kept) or not x.kept or not x.reduced:
+        return False
+    cols = 1
+    for d in x.reduced:
+        cols *= x.shape[d]
+    if not isinstance(cols, int) or cols > COLUMN_SUMS_MAX_COLS or not contiguous_rows(rows):
+        return False
+    reductions = [n for n in columns.computed if is_reduction(n)]
+    if not all(REDUCTION_BY_OVERLOAD[r.target].name == "sum" and space_of(r).same_as(y) for r in reductions):
+        return False
+    return splittable(columns) and not set(columns.leaves) & set(rows.members)
+
+
+def attach_column_sums(graph: fx.Graph, kernels: list[Kernel]) -> list[Kernel]:
+    """Compute each column-sum kernel with a row kernel that reads the same rows, where neither depends on
+    the other: the layer norm backward's weight and bias gradients read the gradient and the input a second
+    time otherwise (issue 29). The row kernel then sums its rows in groups (`fuser.row_codegen`), and the
+    column kernel adds the groups' sums."""
+    reads = {m: set(k.leaves) for k in kernels for m in k.members}
+    taken: set[int] = set()
+    for columns in kernels:
+        for rows in kernels:
+            if rows is columns or id(rows) in taken or id(columns) in taken:
+                continue
+            if not _sums_columns_of(rows, columns) or not set(columns.leaves) & set(rows.leaves):
+                continue  # not column sums of these rows, or nothing read twice: nothing to save
+            if _reaches(set(columns.leaves), set(rows.members), reads) or _reaches(
+                set(rows.leaves), set(columns.members), reads
+            ):
+                continue
+            rows.column_sums = columns
+            taken |= {id(rows), id(columns)}
+            break
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for kernel in kernels:
+        if kernel.column_sums is not None:
+            extra = kernel.column_sums
+            kernel.members = [*kernel.members, *extra.members]
+            kernel.computed = sorted({*kernel.computed, *extra.computed}, key=order.__getitem__)
+            kernel.leaves = sorted({*kernel.leaves, *extra.leaves}, key=order.__getitem__)
+    attached = {id(k.column_sums) for k in kernels if k.column_sums is not None}
+    return [k for k in kernels if id(k) not in attached]
+
+
 def partition(graph: fx.Graph, fuse: bool = True, gate: Gate | None = None) -> Plan:
     """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel.
     `gate` may keep a lowerable node eager, saying why (the validation manifest:
     `fuser.validation.node_obstacle`). A reduction that a row kernel would read at another row than its
     own (through a slice or a flip, `fuser.row_reads`) is stored by its own kernel, and the graph split
-    again, until no kernel reads one so."""
+    again, until no kernel reads one so. Column sums are then computed with the row kernels they read
+    (`attach_column_sums`)."""
     stored: set[fx.Node] = set()
     while True:
-        plan = _partition(graph, fuse, frozenset(stored), gate)
+        kernels, fusible, fallbacks = _partition(graph, fuse, frozenset(stored), gate)
         moved = {
             reduction
-            for step in plan.steps
-            if isinstance(step, Kernel) and step.space is not None
-            for reduction in reads_at_other_rows(step)
+            for kernel in kernels
+            if kernel.space is not None
+            for reduction in reads_at_other_rows(kernel)
         }
         if moved <= stored:
-            return plan
+            break
         stored |= moved
+    if fuse:
+        kernels = attach_column_sums(graph, kernels)
+    return Plan(_schedule(graph, kernels, fusible), fallbacks)
 
 
-def _partition(graph: fx.Graph, fuse: bool, stored: frozenset[fx.Node], gate: Gate | None) -> Plan:
-    """One split of `graph`; nodes in `stored` end their kernel: it stores them, and their consumers load
-    them."""
+def _partition(
+    graph: fx.Graph, fuse: bool, stored: frozenset[fx.Node], gate: Gate | None
+) -> tuple[list[Kernel], set[fx.Node], list[tuple[fx.Node, str]]]:
+    """One split of `graph` into kernels (unscheduled), with the fusible nodes and the fallbacks; nodes
+    in `stored` end their kernel: it stores them, and their consumers load them."""
     fallbacks: list[tuple[fx.Node, str]] = []
     fusible = _fusible_nodes(graph, fallbacks, gate)
     if not fuse:
@@ -367,5 +443,4 @@ def _partition(graph: fx.Graph, fuse: bool, stored: frozenset[fx.Node], gate: Ga
     materialized = _settle_views(graph, fusible) if fuse else set(fusible)
     materialized |= stored & fusible
     _settle_reductions(graph, fusible, materialized)
-    kernels = _group(graph, fusible, materialized, share=fuse, stored=stored)
-    return Plan(_schedule(graph, kernels, fusible), fallbacks)
+    return _group(graph, fusible, materialized, share=fuse, stored=stored), fusible, fallbacks

@@ -107,12 +107,18 @@ class ReadAtAnotherRow(NotImplementedError):
 
 
 class RowBuilder(Builder):
-    def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None):
+    def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None, first_output: int = 0):
         super().__init__(kernel)
         self.space = kernel.space
         self.full = row_reads.full_index(kernel.space)  # an element's index: r{d} kept, c{d} reduced
-        self.stage = stage  # None, "split_partials" or "split_combine"
-        self.persistent = persistent or stage == "split_combine"
+        # None, "split_partials" or "split_combine" (a split reduction's stages), or "row_groups": each
+        # program walks a group of whole rows and sums the kernel's column sums over them (their kernel's
+        # "split_combine" adds the groups' sums).
+        self.stage = stage
+        self.persistent = persistent or stage in ("split_combine", "row_groups")
+        self.first_output = first_output  # the position of this builder's first member among the kernel's
+        self.before_rows: list[ir.Statement] = []  # row_groups: the column sums' start and end
+        self.after_rows: list[ir.Statement] = []
         self.partials: dict[fx.Node, str] = {}
         # Row reductions already emitted, by (kind, input, dtype): layer_norm's mean and its variance's
         # mean are one sum. Not shared across a split's stages, whose reductions are per node.
@@ -376,12 +382,12 @@ class RowBuilder(Builder):
     # --- the kernel ---
     def source(self, name: str) -> str:
         for node in self.kernel.computed:
-            if is_reduction(node):
+            if is_reduction(node) and space_of(node).same_as(self.space):  # not column sums (row_groups)
                 self.value(node, self.row_index(meta(node).shape))
         if self.stage == "split_partials":
             return self._function(name)  # the first stage stores partial results only
         full = []
-        for position, member in enumerate(self.kernel.members):
+        for position, member in enumerate(self.kernel.row_members, self.first_output):
             shape = meta(member).shape
             if not is_reduction(member) and same_shape(shape, self.space.shape):
                 full.append((position, member))
@@ -392,7 +398,30 @@ class RowBuilder(Builder):
             with self.columns():
                 for position, member in full:
                     self.store(position, member, self.full_index())
+        if self.stage == "row_groups":
+            self.column_sums()
         return self._function(name)
+
+    def column_sums(self) -> None:
+        """Each column sum of the kernel (`Kernel.column_sums`), over the rows of this program's group: added
+        up block by block of rows, and stored as the group's partial sum at (group, column), where the
+        column kernel's "split_combine" stage reads a split's (`_input`), numbered in the same order."""
+        sums = self.kernel.column_sums
+        for number, reduction in enumerate(n for n in sums.computed if is_reduction(n)):
+            dtype = kind_of(reduction).accumulates(meta(reduction).dtype)
+            value, held = self.value(reduction_input(reduction), self.full_index())
+            value = self.cast(value, held, dtype)
+            total = f"column_sum{number}"
+            zeros = ir.Expr(f"tl.full([1, RBLOCK], 0, {triton_name(dtype)})")
+            self.before_rows.append(ir.Assign(total, zeros, 0))
+            step = ir.over(
+                f"{total} + tl.reduce(tl.where(mask, {value}, 0), 0, lib.add)[None, :]", total, "mask", value
+            )
+            self.body.append(ir.Update((total,), step))
+            pointer = f"partials{number}_ptr"
+            self.params[pointer] = Arg("partials", index=number, dtype=dtype)
+            at = ir.Address(pointer, (("pid", "num_cols"), ("cols", None)))
+            self.after_rows.append(ir.Effect(ir.Store(at, ir.name(total), "col_mask")))
 
     def store(self, position: int, member: fx.Node, index: Index) -> None:
         """Store `member` at `index`, masked by the row mask or, for a value per element, the full mask.
@@ -409,6 +438,8 @@ class RowBuilder(Builder):
         self.body.append(ir.Effect(ir.Store(address.widened(*widen), stored, self.mask_for(level))))
 
     def _function(self, name: str) -> str:
+        if self.stage == "row_groups":
+            return self._row_groups_function(name)
         start = "pid.to(tl.int64) * XBLOCK" if self.int64 else "pid * XBLOCK"
         prologue = [
             ir.Assign("pid", ir.Expr("tl.program_id(0)"), 0),
@@ -446,7 +477,15 @@ class RowBuilder(Builder):
             ],
             self.body + prologue,
         )
-        read = ir.reads(prologue + self.body)
+        self._size_params(prologue + self.body)
+        if self.stage == "split_combine":
+            self.int_param("num_splits", 0)  # set per launch
+        params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        self.statements = prologue + self.body
+        return function(name, params, ir.lines(self.statements))
+
+    def _size_params(self, statements: list[ir.Statement]) -> None:
+        read = ir.reads(statements)
         for d, size in enumerate(self.space.shape):
             if f"size{d}" in read:
                 self.int_param(f"size{d}", size)
@@ -458,10 +497,41 @@ class RowBuilder(Builder):
                 rows = rows * size
         self.int_param("num_rows", rows)
         self.int_param("num_cols", cols)
-        if self.stage == "split_combine":
-            self.int_param("num_splits", 0)  # set per launch
+
+    def _row_groups_function(self, name: str) -> str:
+        """Program `pid` walks row blocks pid, pid + num_groups, ... (whole rows each), computing and
+        storing the kernel's row values as a persistent kernel does, and sums its column sums over them."""
+        block = "block.to(tl.int64)" if self.int64 else "block"
+        rows = [
+            ir.Assign("rows", ir.over(f"{block} * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "block"), 1),
+            ir.Assign("row_mask", ir.over("rows < num_rows", "rows", "num_rows"), 1),
+            ir.Assign("mask", ir.over("row_mask & col_mask", "row_mask", "col_mask"), 2),
+        ]
+        indices = [
+            *self._unflatten("cols", self.space.reduced, "c", 2),
+            COL_INDEX,
+            *self._unflatten("rows", self.space.kept, "r", 1),
+            # The next row: only a testing-only hook reads it.
+            ir.Assign("rows_next", ir.over("(rows + 1) % num_rows", "rows", "num_rows"), 1),
+            *self._unflatten("rows_next", self.space.kept, "n", 1),
+        ]
+        walk = ir.Loop(
+            "block",
+            ir.name("pid"),
+            ir.over("(num_rows + XBLOCK - 1) // XBLOCK", "num_rows"),
+            "num_groups",
+            (*rows, *ir.live(indices, self.body + rows), *self.body),
+        )
+        prologue = [
+            ir.Assign("pid", ir.Expr("tl.program_id(0)"), 0),
+            ir.Assign("cols", ir.Expr("tl.arange(0, RBLOCK)[None, :]"), 2),
+            ir.Assign("col_mask", ir.over("cols < num_cols", "cols", "num_cols"), 2),
+            *self.before_rows,
+        ]
+        self.statements = [*prologue, walk, *self.after_rows]
+        self._size_params(self.statements)
+        self.int_param("num_groups", 0)  # set per launch
         params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-        self.statements = prologue + self.body
         return function(name, params, ir.lines(self.statements))
 
 

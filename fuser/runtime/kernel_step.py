@@ -153,6 +153,8 @@ class KernelStep(LaunchStep):
         ]
         ints = ints_of[0]  # the sizes that choose a configuration are the same in every variant
         empty = ints.get("numel", ints.get("num_rows", 1)) == 0
+        if self.variants[0].kind == "row_groups":  # no rows still sums the columns: to zero
+            empty = all(0 in shape for shape, *_ in outputs)
         config = choose_config(self.variants, ints, interpreted)
         stages = []
         stage_config: Config | None = config
@@ -241,13 +243,13 @@ class KernelStep(LaunchStep):
         return DirectLauncher(kernel, stage.grid, stage.options, pointers, integers)
 
     def _partials(self, config: Config, ints: dict[str, int]) -> list[tuple[tuple[int, int], torch.dtype]]:
-        """Workspaces for a split reduction's partial results: one (splits × rows) tensor each."""
-        if config.then is None:
+        """Workspaces for partial results (a split reduction's, or a kernel's column sums by row group):
+        one tensor of `config.workspace`'s shape each."""
+        if config.workspace is None:
             return []
-        splits, rows = config.grid[1], ints["num_rows"]
         specs = sorted(
             (arg.index, arg.dtype)
             for _, arg in self.variants[config.variant].params
             if arg.kind == "partials"
         )
-        return [((splits, rows), dtype) for _, dtype in specs]
+        return [(config.workspace, dtype) for _, dtype in specs]

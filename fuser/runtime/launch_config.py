@@ -23,6 +23,9 @@ GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
+# A kernel summing its columns too (`fuser.partition.attach_column_sums`) runs this many groups of rows at
+# most: each group's sums are a row of partial sums that a second launch adds up.
+GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
 # A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
 # on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
 # (two) at 16 (docs/gpu-runs.md).
@@ -70,6 +73,7 @@ class Config:
     warps: int
     ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
     then: Config | None = None  # a split reduction's second stage
+    workspace: tuple[int, int] | None = None  # the shape of each partial-results workspace, if any
 
 
 def _pow2(n: int) -> int:
@@ -90,6 +94,8 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), GPU_WARPS)
     rows, cols = ints["num_rows"], ints["num_cols"]
     whole_row = _pow2(cols)
+    if variants[0].kind == "row_groups":
+        return _row_groups_config(rows, cols, variants[0].row_inputs, interpreted)
     if interpreted:
         persistent, rblock = whole_row <= CPU_MAX_BLOCK, CPU_MAX_BLOCK // 4
         xblock = min(_pow2(rows), max(1, CPU_ROW_ELEMENTS // (whole_row if persistent else rblock)))
@@ -129,5 +135,30 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
             warps,
             {"split_size": split_size},
             second,
+            (splits, rows),
         )
     return Config(0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps)
+
+
+def _row_groups_config(rows: int, cols: int, row_inputs: int, interpreted: bool) -> Config:
+    """A kernel summing its columns too: whole rows per block (the partitioner keeps its rows short enough),
+    in at most *_ROW_GROUPS groups; then its column kernel's "split_combine" adds the groups' sums."""
+    whole_row = _pow2(cols)
+    if whole_row > (CPU_MAX_BLOCK if interpreted else GPU_PERSISTENT_MAX):
+        raise ValueError(f"a row of {cols} columns does not fit one block of a kernel summing its columns")
+    elements = CPU_ROW_ELEMENTS if interpreted else GPU_ROW_ELEMENTS
+    xblock = min(_pow2(rows), max(1, elements // whole_row))
+    groups = max(1, min(triton.cdiv(rows, xblock), CPU_ROW_GROUPS if interpreted else GPU_ROW_GROUPS))
+    warps = min(16, max(4, _pow2(xblock * whole_row * max(1, row_inputs) // GPU_ELEMENTS_PER_WARP)))
+    combine_x = min(whole_row, max(1, 4096 // _pow2(groups)))
+    adds = Config(1, {"XBLOCK": combine_x, "RBLOCK": _pow2(groups)}, (triton.cdiv(cols, combine_x),), 4,
+                  {"num_splits": groups})  # fmt: skip
+    return Config(
+        0,
+        {"XBLOCK": xblock, "RBLOCK": whole_row},
+        (groups,),
+        warps,
+        {"num_groups": groups},
+        adds,
+        (groups, cols),
+    )

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 29's fast paths on the lent GPU: where each workload's device time goes, kernel by kernel, for the
 # fuser, the default backend and eager side by side (benchmarks/compare.py), and leads for launch settings.
-#   STEPS="env leads recompute" bash tools/gpu/fast_paths_on_gpu.sh        one process: leads, not claims
+#   STEPS="env tests leads recompute" bash tools/gpu/fast_paths_on_gpu.sh        one process: leads, not claims
 #   STEPS="env bench" PROCESSES=3 bash tools/gpu/fast_paths_on_gpu.sh      claims: fresh processes
 # leads: compare.py over WORKLOADS, each fuser call also timed under the SWEEP settings (one at a time);
 # recompute: the training workloads with FUSER_RECOMPUTE=1 (the min-cut partitioner), beside the default;
@@ -13,9 +13,11 @@ OUT=${OUT:-/tmp/fast-paths}
 source tools/gpu/lib.sh
 gpu_setup
 step env 30 0 bash -c versions
+# tests: the fuser's tests of what the fast paths changed, on CUDA.
+step tests 200 60 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest -q -p no:cacheprovider ${TESTS:-tests/fuser/test_column_sums.py}
 workloads=${WORKLOADS:-"layer_norm_backward add_layer_norm_backward bias_gelu pointwise_chain cross_entropy cross_entropy_backward"}
 as_options() { printf -- '--workload %s ' "$@"; }
-sweep=${SWEEP:-"GPU_BLOCK=2048,GPU_BLOCK=4096,GPU_WARPS=8,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_OUTER_XBLOCK=128,GPU_OUTER_RBLOCK=64,SPLIT_TARGET_PROGRAMS=4096"}
+sweep=${SWEEP:-"GPU_ROW_GROUPS=128,GPU_ROW_GROUPS=512,GPU_ROW_GROUPS=1024,GPU_ROW_ELEMENTS=8192,GPU_ROW_ELEMENTS=16384,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=1024,GPU_ELEMENTS_PER_WARP=2048"}
 step leads 360 60 "$PYTHON" benchmarks/compare.py $(as_options $workloads) --repeats "${REPEATS:-3}" \
     --json "$OUT/leads.json" --sweep "$sweep"
 training=${TRAINING:-"layer_norm_backward add_layer_norm_backward cross_entropy_backward"}
