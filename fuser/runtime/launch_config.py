@@ -26,6 +26,9 @@ SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8
 # A kernel summing its columns too (`fuser.partition.attach_column_sums`) runs this many groups of rows at
 # most: each group's sums are a row of partial sums that a second launch adds up.
 GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
+# Its blocks on a GPU: elements per block (whole rows), elements per warp, and software-pipelining stages
+# of its walk over row blocks (0: Triton's default). Kept apart from the persistent kernels' settings.
+GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_STAGES = 4096, 512, 0
 # A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
 # on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
 # (two) at 16 (docs/gpu-runs.md).
@@ -53,9 +56,17 @@ def gpu_compile_options() -> dict[str, Any]:
     return {"enable_reflect_ftz": False} if "enable_reflect_ftz" in CUDAOptions.__dataclass_fields__ else {}
 
 
-def launch_options(blocks: dict[str, int], warps: int, interpreted: bool) -> dict[str, Any]:
-    """A launch's keyword arguments: its block sizes and, on a GPU, its warps and compile options."""
-    return dict(blocks) if interpreted else {**blocks, "num_warps": warps, **gpu_compile_options()}
+def launch_options(blocks: dict[str, int], warps: int, interpreted: bool, stages: int = 0) -> dict[str, Any]:
+    """A launch's keyword arguments: its block sizes and, on a GPU, its warps, pipelining stages (where
+    set) and compile options."""
+    if interpreted:
+        return dict(blocks)
+    return {
+        **blocks,
+        "num_warps": warps,
+        **({"num_stages": stages} if stages else {}),
+        **gpu_compile_options(),
+    }
 
 
 def pointwise_options(block: int, interpreted: bool) -> dict[str, Any]:
@@ -74,6 +85,7 @@ class Config:
     ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
     then: Config | None = None  # a split reduction's second stage
     workspace: tuple[int, int] | None = None  # the shape of each partial-results workspace, if any
+    stages: int = 0  # software-pipelining stages on a GPU (0: Triton's default)
 
 
 def _pow2(n: int) -> int:
@@ -146,10 +158,11 @@ def _row_groups_config(rows: int, cols: int, row_inputs: int, interpreted: bool)
     whole_row = _pow2(cols)
     if whole_row > (CPU_MAX_BLOCK if interpreted else GPU_PERSISTENT_MAX):
         raise ValueError(f"a row of {cols} columns does not fit one block of a kernel summing its columns")
-    elements = CPU_ROW_ELEMENTS if interpreted else GPU_ROW_ELEMENTS
+    elements = CPU_ROW_ELEMENTS if interpreted else GPU_GROUP_ROW_ELEMENTS
     xblock = min(_pow2(rows), max(1, elements // whole_row))
     groups = max(1, min(triton.cdiv(rows, xblock), CPU_ROW_GROUPS if interpreted else GPU_ROW_GROUPS))
-    warps = min(16, max(4, _pow2(xblock * whole_row * max(1, row_inputs) // GPU_ELEMENTS_PER_WARP)))
+    held = xblock * whole_row * max(1, row_inputs)
+    warps = min(16, max(4, _pow2(held // GPU_GROUP_ELEMENTS_PER_WARP)))
     combine_x = min(whole_row, max(1, 4096 // _pow2(groups)))
     adds = Config(1, {"XBLOCK": combine_x, "RBLOCK": _pow2(groups)}, (triton.cdiv(cols, combine_x),), 4,
                   {"num_splits": groups})  # fmt: skip
