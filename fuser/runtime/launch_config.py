@@ -26,9 +26,12 @@ SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8
 # A kernel summing its columns too (`fuser.partition.attach_column_sums`) runs this many groups of rows at
 # most: each group's sums are a row of partial sums that a second launch adds up.
 GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
-# Its blocks on a GPU: elements per block (whole rows), elements per warp, and software-pipelining stages
-# of its walk over row blocks (0: Triton's default). Kept apart from the persistent kernels' settings.
-GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_STAGES = 4096, 512, 0
+# Its blocks on a GPU: elements per block (whole rows), elements per warp, at most this many warps, and
+# software-pipelining stages of its walk over row blocks (0: Triton's default), apart from the persistent
+# kernels' settings. On an H200 (records/fast-paths-h200-2026-11-28-s17.md) a layer norm backward's kernel
+# took 166 us at 8 or 16 warps, add + layer norm's 211 us at 8 and 336 at 16; 2 rows a block, more or
+# fewer groups and other stages were no faster.
+GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_MAX_WARPS, GPU_GROUP_STAGES = 4096, 512, 8, 0
 # A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
 # on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
 # (two) at 16 (docs/gpu-runs.md).
@@ -162,7 +165,7 @@ def _row_groups_config(rows: int, cols: int, row_inputs: int, interpreted: bool)
     xblock = min(_pow2(rows), max(1, elements // whole_row))
     groups = max(1, min(triton.cdiv(rows, xblock), CPU_ROW_GROUPS if interpreted else GPU_ROW_GROUPS))
     held = xblock * whole_row * max(1, row_inputs)
-    warps = min(16, max(4, _pow2(held // GPU_GROUP_ELEMENTS_PER_WARP)))
+    warps = min(GPU_GROUP_MAX_WARPS, max(4, _pow2(held // GPU_GROUP_ELEMENTS_PER_WARP)))
     combine_x = min(whole_row, max(1, 4096 // _pow2(groups)))
     adds = Config(1, {"XBLOCK": combine_x, "RBLOCK": _pow2(groups)}, (triton.cdiv(cols, combine_x),), 4,
                   {"num_splits": groups})  # fmt: skip

@@ -133,7 +133,9 @@ def test_cross_entropy_forward_and_backward_fuse_whole(reduction, smoothing, dev
     # On CUDA autograd compiles the backward in another thread, which `collecting` does not see.
     if device == "cpu":
         forward, backward = (len(g.kernels) for g in graphs)
-        assert forward <= 2 and backward == 1
+        # At most two per direction (issue 29); with the default min-cut partitioner, the smoothed loss's
+        # backward recomputes the log-probabilities' row statistics in a kernel of their own.
+        assert forward <= 2 and backward <= 2
 
 
 def test_with_recompute_a_cross_entropy_saves_no_log_probabilities_for_its_backward(device):

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Issue 29's fast paths on the lent GPU: where each workload's device time goes, kernel by kernel, for the
 # fuser, the default backend and eager side by side (benchmarks/compare.py), and leads for launch settings.
-#   STEPS="env tests leads recompute" bash tools/gpu/fast_paths_on_gpu.sh        one process: leads, not claims
+#   STEPS="env tests leads recompute graphs" bash tools/gpu/fast_paths_on_gpu.sh        one process: leads, not claims
 #   STEPS="env bench" PROCESSES=3 bash tools/gpu/fast_paths_on_gpu.sh      claims: fresh processes
 # leads: compare.py over WORKLOADS, each fuser call also timed under the SWEEP settings (one at a time);
-# recompute: the training workloads with FUSER_RECOMPUTE=1 (the min-cut partitioner), beside the default;
+# recompute: the training workloads with FUSER_RECOMPUTE=0 (every value the backward reads saved: the
+#   default before session 17), beside the default (the min-cut partitioner);
+# graphs: the training workloads with FUSER_CUDA_GRAPHS=1 (forward and backward replayed as CUDA graphs);
 # bench: PROCESSES fresh processes of compare.py over WORKLOADS: $OUT/bench-<k>.json.
 # shellcheck disable=SC2086  # word lists
 set -uo pipefail
@@ -21,8 +23,10 @@ sweep=${SWEEP:-"GPU_ROW_GROUPS=128,GPU_ROW_GROUPS=512,GPU_ROW_GROUPS=1024,GPU_RO
 step leads 360 60 "$PYTHON" benchmarks/compare.py $(as_options $workloads) --repeats "${REPEATS:-3}" \
     --json "$OUT/leads.json" --sweep "$sweep"
 training=${TRAINING:-"layer_norm_backward add_layer_norm_backward cross_entropy_backward"}
-step recompute 200 0 env FUSER_RECOMPUTE=1 "$PYTHON" benchmarks/compare.py $(as_options $training) \
+step recompute 200 0 env FUSER_RECOMPUTE=0 "$PYTHON" benchmarks/compare.py $(as_options $training) \
     --repeats "${REPEATS:-3}" --json "$OUT/recompute.json"
+step graphs 200 0 env FUSER_CUDA_GRAPHS=1 "$PYTHON" benchmarks/compare.py $(as_options $training) \
+    --repeats "${REPEATS:-3}" --json "$OUT/graphs.json"
 for k in $(seq 1 "${PROCESSES:-3}"); do
     step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(as_options $workloads) --repeats "${REPEATS:-3}" \
         --json "$OUT/bench-$k.json"
