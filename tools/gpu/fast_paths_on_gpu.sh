@@ -7,6 +7,7 @@
 # recompute: the training workloads with FUSER_RECOMPUTE=0 (every value the backward reads saved: the
 #   default before session 17), beside the default (the min-cut partitioner);
 # graphs: the training workloads with FUSER_CUDA_GRAPHS=1 (forward and backward replayed as CUDA graphs);
+# baseline: `perfgate update` on the GPU for the workloads in CHANGED;
 # bench: PROCESSES fresh processes of compare.py over WORKLOADS: $OUT/bench-<k>.json.
 # shellcheck disable=SC2086  # word lists
 set -uo pipefail
@@ -31,4 +32,9 @@ for k in $(seq 1 "${PROCESSES:-3}"); do
     step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(as_options $workloads) --repeats "${REPEATS:-3}" \
         --json "$OUT/bench-$k.json"
 done
+# baseline: the gate's deterministic figures (launches, bytes) and this device's timings for the workloads
+# the fast paths changed, into perfgate/baselines/sm_90.json ($OUT/sm_90.json: apply it here).
+changed=${CHANGED:-"layer_norm_backward add_layer_norm_backward cross_entropy cross_entropy_backward"}
+step baseline 240 0 "$PYTHON" -m perfgate update --tier gpu --backend fuser $(as_options $changed)
+cp perfgate/baselines/sm_90.json "$OUT/" 2>/dev/null
 bundle fast-paths
