@@ -381,8 +381,9 @@ class RowBuilder(Builder):
 
     # --- the kernel ---
     def source(self, name: str) -> str:
+        sums = set(self.kernel.column_sums.computed) if self.kernel.column_sums else set()
         for node in self.kernel.computed:
-            if is_reduction(node) and space_of(node).same_as(self.space):  # not column sums (row_groups)
+            if is_reduction(node) and node not in sums:  # a column sum is added up by `column_sums`
                 self.value(node, self.row_index(meta(node).shape))
         if self.stage == "split_partials":
             return self._function(name)  # the first stage stores partial results only
