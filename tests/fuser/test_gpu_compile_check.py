@@ -150,3 +150,18 @@ def test_a_horizontal_kernel_is_compiled_for_cuda_too(device, monkeypatch):
     torch.compile(optimizer.step, backend="fuser", options={"horizontal": True})()
     counts = fuser.counters()
     assert counts["kernels_launched"] == 2 and counts["cuda_compile_checks"] == 2, counts
+
+
+def test_column_sums_with_their_rows_compile_for_cuda(device, monkeypatch):
+    # A row-major layer norm's backward: its weight and bias gradients are summed by the kernel computing
+    # its input's gradient (a row_groups kernel and its column kernel's split_combine).
+    monkeypatch.setenv(gpu_compile_check.CHECK_ENV, "90")
+    x = torch.randn(37, 150, device=device, requires_grad=True)
+    w, b = (torch.randn(150, device=device, requires_grad=True) for _ in range(2))
+    compiled = fuser.compile(layer_norm_of_negated, strict=True, dynamic=False)
+    with torch.autograd.set_multithreading_enabled(False), fuser.collecting() as graphs:
+        compiled(x, w, b).sum().backward()
+    assert "row_groups" in [k.kind for g in graphs for k in g.kernels]
+    counts = fuser.counters()
+    checked = counts["cuda_compile_checks"] if device == "cpu" else counts["kernels_launched"]
+    assert checked > 0, counts
