@@ -94,3 +94,46 @@ def test_rows_longer_than_a_block_keep_their_column_sums_apart(device):
     # float32 sums of 8,193 products in another order than eager's: a few ulps of a sum of about 100
     report = fused_matches_eager(row_and_column_sums, x, y, rtol=1e-5, atol=1e-4)
     assert "row_groups" not in kinds(report)
+
+
+def _epilogue(x, y, w):
+    return (x * y).sum(1), x.sum(0) * w + 1.0
+
+
+def _keepdim(x, y, w):
+    return (x * y).sum(1, keepdim=True), x.sum(0, keepdim=True)
+
+
+def _integers(x, y, w):
+    return (x * y).sum(1), x.sum(0), (x > 0).sum(0)
+
+
+def _three_dims(x, y, w):
+    return (x * y).sum(2), (x * y).sum((0, 1))
+
+
+def _column_major(x, y, w):
+    return (x * y).sum(1), x.sum(0)  # rows are x's columns here: its outer dim is innermost in memory
+
+
+SHAPES = {
+    _epilogue: (37, 129),
+    _keepdim: (37, 129),
+    _integers: (37, 129),
+    _three_dims: (3, 13, 129),
+    _column_major: (129, 37),
+}
+
+
+@pytest.mark.parametrize("program", list(SHAPES), ids=lambda p: p.__name__.strip("_"))
+def test_column_sums_with_an_epilogue_kept_dims_integers_three_dims_or_either_layout(program, device):
+    shape = SHAPES[program]
+    if program is _integers:
+        x, y = (torch.randint(-5, 5, shape, device=device) for _ in range(2))
+    else:
+        x, y = (torch.randn(shape, device=device) for _ in range(2))
+    if program is _column_major:
+        x, y = x.t(), y.t()
+    w = torch.randn(x.shape[-1], device=device)
+    report = fused_matches_eager(program, x, y, w, rtol=1e-5, atol=1e-5)
+    assert kinds(report) == ["row_groups"]
