@@ -36,6 +36,13 @@ def layer_norm_gradients(x, weight, bias, grad):
     return torch.autograd.grad(y, (x, weight, bias), grad)
 
 
+def rms_norm_gradients(x, weight, grad):
+    # LLaMA's form: statistics in float32, the result cast back before the weight.
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    y = (x.float() * torch.rsqrt(variance + 1e-6)).to(x.dtype) * weight
+    return torch.autograd.grad(y, (x, weight), grad)
+
+
 def kinds(report) -> list[str]:
     return [k.kind for k in report.kernels]
 
@@ -57,6 +64,15 @@ def test_a_layer_norms_backward_reads_its_rows_once(device, many_groups, dtype):
     with torch.autograd.set_multithreading_enabled(False):
         report = fused_matches_eager(layer_norm_gradients, x, weight, bias, grad, kernels=3, **tolerance)
     assert kinds(report) == ["persistent", "row_groups"]  # forward; backward: input, weight, bias grads
+
+
+def test_an_rms_norms_backward_reads_its_rows_once(device, many_groups):
+    x, grad = (torch.randn(37, 129, device=device, dtype=torch.bfloat16) for _ in range(2))
+    weight = torch.randn(129, device=device, dtype=torch.bfloat16)
+    x.requires_grad_(), weight.requires_grad_()
+    with torch.autograd.set_multithreading_enabled(False):
+        report = fused_matches_eager(rms_norm_gradients, x, weight, grad, kernels=3, rtol=2e-2, atol=0.25)
+    assert kinds(report) == ["persistent", "row_groups"]
 
 
 def test_every_row_counts_once_whatever_the_groups(device, monkeypatch):
