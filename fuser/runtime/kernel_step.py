@@ -170,7 +170,7 @@ class KernelStep(LaunchStep):
 
     def _stage(self, config: Config, ints: dict[str, int], outputs: list, interpreted: bool) -> Stage:
         source = self.variants[config.variant]
-        options = launch_options(config.blocks, config.warps, interpreted, config.stages)
+        options = launch_options(config.blocks, config.warps, interpreted)
         stage = Stage(source, config.grid, options, [None] * len(source.params), [], [], [], [])
         for position, (name, arg) in enumerate(source.params):
             if arg.kind == "tensor":

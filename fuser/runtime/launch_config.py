@@ -26,12 +26,11 @@ SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8
 # A kernel summing its columns too (`fuser.partition.attach_column_sums`) runs this many groups of rows at
 # most: each group's sums are a row of partial sums that a second launch adds up.
 GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
-# Its blocks on a GPU: elements per block (whole rows), elements per warp, at most this many warps, and
-# software-pipelining stages of its walk over row blocks (0: Triton's default), apart from the persistent
-# kernels' settings. On an H200 (records/fast-paths-h200-2026-11-28-s17.md) a layer norm backward's kernel
-# took 166 us at 8 or 16 warps, add + layer norm's 211 us at 8 and 336 at 16; 2 rows a block, more or
-# fewer groups and other stages were no faster.
-GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_MAX_WARPS, GPU_GROUP_STAGES = 4096, 512, 8, 0
+# Its blocks on a GPU: elements per block (whole rows), elements per warp and at most this many warps, apart
+# from the persistent kernels' settings. On an H200 (records/fast-paths-h200-2026-11-28-s17.md) a layer norm
+# backward's kernel took 166 us at 8 or 16 warps, add + layer norm's 211 us at 8 and 336 at 16; 2 rows a
+# block, more or fewer groups were no faster.
+GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_MAX_WARPS = 4096, 512, 8
 # A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
 # on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
 # (two) at 16 (docs/gpu-runs.md).
@@ -59,17 +58,9 @@ def gpu_compile_options() -> dict[str, Any]:
     return {"enable_reflect_ftz": False} if "enable_reflect_ftz" in CUDAOptions.__dataclass_fields__ else {}
 
 
-def launch_options(blocks: dict[str, int], warps: int, interpreted: bool, stages: int = 0) -> dict[str, Any]:
-    """A launch's keyword arguments: its block sizes and, on a GPU, its warps, pipelining stages (where
-    set) and compile options."""
-    if interpreted:
-        return dict(blocks)
-    return {
-        **blocks,
-        "num_warps": warps,
-        **({"num_stages": stages} if stages else {}),
-        **gpu_compile_options(),
-    }
+def launch_options(blocks: dict[str, int], warps: int, interpreted: bool) -> dict[str, Any]:
+    """A launch's keyword arguments: its block sizes and, on a GPU, its warps and compile options."""
+    return dict(blocks) if interpreted else {**blocks, "num_warps": warps, **gpu_compile_options()}
 
 
 def pointwise_options(block: int, interpreted: bool) -> dict[str, Any]:
@@ -88,7 +79,6 @@ class Config:
     ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
     then: Config | None = None  # a split reduction's second stage
     workspace: tuple[int, int] | None = None  # the shape of each partial-results workspace, if any
-    stages: int = 0  # software-pipelining stages on a GPU (0: Triton's default)
 
 
 def _pow2(n: int) -> int:
