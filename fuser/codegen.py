@@ -24,6 +24,7 @@ from torch.utils._pytree import tree_leaves
 
 from fuser import ir, miscompiles
 from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
+from fuser.narrowing import hides_widening
 from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.ops import (
     INDEXED_BY_OVERLOAD,
@@ -166,6 +167,7 @@ class Builder:
         self.computed = set(kernel.computed)
         self.levels: dict[str, int] = {}
         self.statements: list[ir.Statement] = []  # the function's body, once `source` has written it
+        self.opaque_widening = hides_widening(kernel)
 
     # --- names, parameters and index expressions ---
     def fresh(self, stem: str) -> str:
@@ -396,6 +398,8 @@ class Builder:
         Triton's interpreter flushes bfloat16 subnormals to zero and truncates rather than rounds."""
         if held == want:
             return expr
+        if self.opaque_widening and held in HALF_DTYPES:
+            return self.cast(ir.Cast(expr, held, torch.float32, opaque=True), torch.float32, want)
         if held == torch.bfloat16:
             return self.cast(ir.Cast(expr, held, torch.float32), torch.float32, want)
         if want == torch.bfloat16:

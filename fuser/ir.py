@@ -98,15 +98,19 @@ class Store(Expr):
 
 class Cast(Expr):
     """`operand`, held as `source`, converted to `target` in one step: bfloat16 through its bits
-    (`lib.widen_bf16`, `lib.narrow_bf16`, to and from float32), bool as `!= 0`, else `.to`."""
+    (`lib.widen_bf16`, `lib.narrow_bf16`, to and from float32), bool as `!= 0`, else `.to`. An `opaque`
+    widening of a half value to float32 is `lib.widen_opaque` (`fuser.narrowing` says where and why)."""
 
     operand: Expr
     source: torch.dtype
     target: torch.dtype
 
-    def __init__(self, operand: Expr, source: torch.dtype, target: torch.dtype):
+    def __init__(self, operand: Expr, source: torch.dtype, target: torch.dtype, opaque: bool = False):
         wrapped = operand.text if operand.atomic else f"({operand})"
-        if source == torch.bfloat16:
+        if opaque:
+            assert target == torch.float32, "an opaque widening is to float32"
+            text = f"lib.widen_opaque({operand})"
+        elif source == torch.bfloat16:
             assert target == torch.float32, "bfloat16 widens to float32 first"
             text = f"lib.widen_bf16({operand})"
         elif target == torch.bfloat16:

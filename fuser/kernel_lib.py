@@ -159,6 +159,17 @@ def widen_bf16(x):
 
 
 @triton.jit
+def widen_opaque(x):
+    # A half value as float32 through an instruction LLVM cannot see into, so it cannot narrow the
+    # float32 arithmetic that follows back to half precision (fuser.narrowing: where that is unsound).
+    # CUDA only: kernels for the interpreter never call it.
+    wide = x.to(tl.float32)
+    return tl.inline_asm_elementwise(
+        "mov.b32 $0, $1;", "=r,r", [wide], dtype=tl.float32, is_pure=True, pack=1
+    )
+
+
+@triton.jit
 def narrow_bf16(x):
     return x.to(tl.bfloat16)
 
