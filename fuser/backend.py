@@ -83,6 +83,14 @@ def _logit_backward(grad: torch.Tensor, x: torch.Tensor, eps: float | None = Non
     return torch.where(outside, 0.0, grad / (x * (1.0 - x)))
 
 
+@pw_cast_for_opmath
+def _hardtanh_backward(grad: torch.Tensor, x: torch.Tensor, min_val: float, max_val: float) -> torch.Tensor:
+    # ATen's kernels compare x, widened to float, with the float bounds. torch 2.11's decomposition compares
+    # a half x with the bounds rounded to its dtype (0.1 -> 0.09998 in float16), so x = float16(0.1) got a
+    # zero gradient (seen on the H200); torch 2.13's compares in float, as this does on every version.
+    return torch.where((x <= min_val) | (x >= max_val), 0.0, grad)
+
+
 _STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
 
 
@@ -145,6 +153,7 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.min.dim] = _min_dim
     table[aten.sigmoid_backward.default] = _sigmoid_backward
     table[aten.logit_backward.default] = _logit_backward
+    table[aten.hardtanh_backward.default] = _hardtanh_backward
     table[aten.native_layer_norm.default] = _native_layer_norm
     table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}
