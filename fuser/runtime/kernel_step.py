@@ -152,9 +152,9 @@ class KernelStep(LaunchStep):
             for variant in self.variants
         ]
         ints = ints_of[0]  # the sizes that choose a configuration are the same in every variant
-        empty = ints.get("numel", ints.get("num_rows", 1)) == 0
-        if self.variants[0].kind == "row_groups":  # no rows still sums the columns: to zero
-            empty = all(0 in shape for shape, *_ in outputs)
+        # Nothing to store: every output has no elements (a kernel with no rows still writes its column
+        # sums, zeros, when it has columns).
+        empty = bool(outputs) and all(0 in shape for shape, *_ in outputs)
         config = choose_config(self.variants, ints, interpreted)
         stages = []
         stage_config: Config | None = config
