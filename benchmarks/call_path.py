@@ -77,8 +77,8 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
     """The fuser's whole call and each layer's share, layers called directly (module docstring)."""
     import torch
 
-    from fuser.backend import fuser_backend
-    from fuser.direct_launch import DirectLauncher
+    from fuser.capture.backend import fuser_backend
+    from fuser.runtime.direct_launch import DirectLauncher
     from fuser.runtime.graph import CompiledGraph
 
     made: list = []  # AOTAutograd's callable (what Dynamo calls) and the fuser's compiled graph

@@ -26,7 +26,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("FUSER_UNVALIDATED", "fuse")
-    from fuser import backend  # after the environment: the fuser reads it at import
+    from fuser.capture import backend  # after the environment: the fuser reads it at import
 
     spent = [0.0]
     compile_graph = backend.compile_graph

@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("FUSER_UNVALIDATED", "fuse")
     os.environ["FUSER_HORIZONTAL"] = "1"
-    # The fuser's runtime per call, not a CUDA graph's replay (fuser.cuda_graphs), which would not call
+    # The fuser's runtime per call, not a CUDA graph's replay (fuser.runtime.cuda_graphs), which would not call
     # the no-op'd launchers at all.
     os.environ["FUSER_CUDA_GRAPHS"] = "0"
     params = [torch.randn(2, 3, device=args.device, requires_grad=True) for _ in range(args.tensors)]

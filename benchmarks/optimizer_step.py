@@ -15,7 +15,7 @@ of the same parameters, state and gradients:
   fused     the same with fused=True (PyTorch's hand-written kernel) instead of foreach
   inductor  torch.compile(optimizer.step), the default backend
   fuser     torch.compile(optimizer.step, backend="fuser"): horizontal fusion, and on CUDA the
-            fuser's own CUDA graph replayed from the third step (fuser.cuda_graphs), both defaults
+            fuser's own CUDA graph replayed from the third step (fuser.runtime.cuda_graphs), both defaults
   inductor_graph, fuser_graph (CUDA only; not in the default --variants)
             the compiled step (the fuser's without its own graphs), after one warm step, captured in a
             CUDA graph by the benchmark (torch.cuda.graph) and replayed: what is left when no host code
@@ -84,7 +84,7 @@ def make_optimizer(kind: str, params: list[torch.Tensor], fused: bool) -> torch.
 
 
 def compiled_step(variant: str, optimizer: torch.optim.Optimizer) -> Callable[[], object]:
-    # The fuser's own CUDA graphs (fuser.cuda_graphs, on by default on CUDA) stay off under a graph
+    # The fuser's own CUDA graphs (fuser.runtime.cuda_graphs, on by default on CUDA) stay off under a graph
     # the benchmark captures itself.
     options = {"horizontal": True, "cuda_graphs": variant != "fuser_graph"}
     variant = GRAPHED.get(variant, variant)

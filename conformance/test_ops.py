@@ -19,7 +19,7 @@ from conformance.harness.runner import NotValidated, run_case
 from conformance.specs.caseid import CaseKey
 from conformance.specs.catalog import SPECS
 
-# The fuser's reason for a validated op whose entry leaves this dtype out (fuser/validation.py).
+# The fuser's reason for a validated op whose entry leaves this dtype out (fuser/validate/validation.py).
 DTYPE_LEFT_OUT = re.compile(r"not validated on \S+ for \w+ \(validated: ")
 
 

@@ -27,7 +27,7 @@ def compile(
     """`torch.compile(fn, backend="fuser")` with fuser `options` (see `fuser.options.Options`)."""
     import torch
 
-    from fuser.backend import fuser_backend
+    from fuser.capture.backend import fuser_backend
 
     Options.from_dict(options)  # reject unknown options now, not at the first call
 

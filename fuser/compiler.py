@@ -1,7 +1,7 @@
 """Compile one aten graph, as a list of passes (`compile_graph`):
 
 capture (testing rewrites, bool arg-reductions read as uint8) -> partition and generate
-(`fuser.generation`) -> horizontal grouping (`fuser.horizontal`) -> in-place folding (`fuser.inplace`)
+(`fuser.emit.generation`) -> horizontal grouping (`fuser.plan.horizontal`) -> in-place folding (`fuser.plan.inplace`)
 -> the steps that run it, each kernel with its eager fallback -> the graph's callable, replayed as a
 CUDA graph where that is safe.
 """
@@ -16,18 +16,20 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from fuser import cuda_graphs, horizontal, inplace, metrics, miscompiles, observe
-from fuser.codegen import KernelSource
-from fuser.generation import Generated, kernel_symbols, plan_and_generate
-from fuser.nodes import downstream
+from fuser import metrics, observe
+from fuser.emit.codegen import KernelSource
+from fuser.emit.generation import Generated, kernel_symbols, plan_and_generate
+from fuser.lower.nodes import downstream
+from fuser.lower.shapes import SizeBinder
 from fuser.options import Options
-from fuser.partition import Kernel, Plan
-from fuser.runtime import compile_pool
+from fuser.plan import horizontal, inplace
+from fuser.plan.partition import Kernel, Plan
+from fuser.runtime import compile_pool, cuda_graphs
 from fuser.runtime.eager_step import EagerStep
 from fuser.runtime.graph import CompiledBackwardGraph, CompiledGraph
 from fuser.runtime.horizontal_step import HorizontalStep
 from fuser.runtime.kernel_step import KernelStep
-from fuser.shapes import SizeBinder
+from fuser.testing import miscompiles
 
 log = logging.getLogger("fuser")
 

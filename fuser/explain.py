@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from fuser.codegen import KernelSource
 from fuser.compiler import GraphReport, reports
+from fuser.emit.codegen import KernelSource
 
 
 @dataclass
@@ -70,7 +70,7 @@ def explain(
     fn: Callable, *args: Any, fuser_options: dict[str, Any] | None = None, **kwargs: Any
 ) -> ExplainReport:
     """Compile `fn` with the fuser (and `fuser_options`), call it once, and report every graph it compiled."""
-    from fuser.backend import fuser_backend
+    from fuser.capture.backend import fuser_backend
 
     with collecting() as collected:
         # A fresh backend object: Dynamo compiles anew rather than reusing another backend's graphs.

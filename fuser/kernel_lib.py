@@ -81,7 +81,7 @@ def neg(x):
         return (x.to(tl.int64, bitcast=True) ^ tl.full([], -(2**63), tl.int64)).to(tl.float64, bitcast=True)
     elif x.dtype == tl.float32:
         return (x.to(tl.int32, bitcast=True) ^ tl.full([], -(2**31), tl.int32)).to(tl.float32, bitcast=True)
-    else:  # integers (kernels hold half types as float32: fuser.dtypes.value_dtype)
+    else:  # integers (kernels hold half types as float32: fuser.lower.dtypes.value_dtype)
         return -x
 
 
@@ -161,7 +161,7 @@ def widen_bf16(x):
 @triton.jit
 def widen_opaque(x):
     # A half value as float32 through an instruction LLVM cannot see into, so it cannot narrow the
-    # float32 arithmetic that follows back to half precision (fuser.narrowing: where that is unsound).
+    # float32 arithmetic that follows back to half precision (fuser.emit.narrowing: where that is unsound).
     # CUDA only: kernels for the interpreter never call it.
     wide = x.to(tl.float32)
     return tl.inline_asm_elementwise(

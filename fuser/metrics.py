@@ -31,7 +31,7 @@ def counters() -> dict[str, int]:
     fallbacks: nodes left eager for a reason, plus kernels that failed and ran eagerly.
     graphs_compiled: FX graphs (forward or backward) the backend compiled.
     cuda_compile_checks: interpreted kernels also compiled for a GPU (FUSER_CHECK_CUDA_COMPILE).
-    graph_replays: calls that replayed a CUDA graph of their launches (`fuser.cuda_graphs`); their
+    graph_replays: calls that replayed a CUDA graph of their launches (`fuser.runtime.cuda_graphs`); their
     launches are counted in kernels_launched and extern_calls as if they had run one by one.
     """
     return {name: _counts[name] for name in NAMES}

@@ -45,15 +45,15 @@ class Options:
     # False gives every lowered op a kernel of its own: the unfused baseline that perf and quality
     # tests compare fusion against.
     fuse: bool = True
-    # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.horizontal`) of kernels
+    # False keeps one launch per pointwise kernel: no horizontal fusion (`fuser.plan.horizontal`) of kernels
     # that run the same computation over different tensors. On by default (interpreter and CUDA:
     # docs/gpu-runs.md, 2026-11-26, H200 and H100); FUSER_HORIZONTAL=1 or 0 sets the default.
     horizontal: bool = True
     # What happens to an op the validation manifest does not enable on this architecture
-    # (`fuser.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
+    # (`fuser.validate.validation`): "eager" runs it eagerly, with the reason logged; "fuse" fuses it anyway, on
     # purpose, while developing or validating a lowering. FUSER_UNVALIDATED sets the default.
     unvalidated: str = "eager"
-    # Replay CUDA graphs of compiled graphs (`fuser.cuda_graphs`). None (the default): of graphs that only
+    # Replay CUDA graphs of compiled graphs (`fuser.runtime.cuda_graphs`). None (the default): of graphs that only
     # write into their inputs (a compiled optimizer step), on CUDA graphs that get horizontal fusion;
     # True: of any graph of static shape (new outputs from memory each capture owns); False: never.
     # FUSER_CUDA_GRAPHS=1 or 0 sets it.
@@ -67,7 +67,7 @@ class Options:
     recompute: bool = True
 
     def cuda_graph_mode(self, example_inputs: list[Any]) -> str | None:
-        """Which graphs over these inputs are replayed as CUDA graphs (`fuser.cuda_graphs`): "any",
+        """Which graphs over these inputs are replayed as CUDA graphs (`fuser.runtime.cuda_graphs`): "any",
         "inputs" (those that only write their inputs, by default where the inputs are on a GPU and
         horizontal fusion is on: what the recorded GPU runs validated together), or None."""
         if self.cuda_graphs is not None:

@@ -1,6 +1,6 @@
 """Which tier of the conformance suite catches each planted miscompile (the catching table).
 
-For each kind in `fuser.miscompiles` that the table covers, the quick tier runs over the ops the kind
+For each kind in `fuser.testing.miscompiles` that the table covers, the quick tier runs over the ops the kind
 can touch with that kind planted, stopping at the first failure; a kind the quick tier misses there is
 then run on the full tier over the same ops. Each tier first runs the same selection clean (the full
 tier only for a kind that needs it): it must pass, or a failure would be credited to the plant. Prints a Markdown table (and writes it with `--out`);

@@ -20,7 +20,7 @@ from collections import defaultdict
 import torch
 
 import fuser
-from fuser import validation
+from fuser.validate import validation
 from perfgate.workloads import SIZES, WORKLOADS, Step
 
 # A kernel's `covers` line: "name = aten.op.overload(args)".

@@ -70,7 +70,7 @@ def backend_function(backend: str) -> Callable:
 
 
 # A fallback reason saying the op is not enabled for this architecture and dtype (the fuser's validation
-# gate, fuser/validation.py): the backend ran it eagerly by policy, so the case tested nothing.
+# gate, fuser/validate/validation.py): the backend ran it eagerly by policy, so the case tested nothing.
 NOT_VALIDATED_REASONS = ("not validated", "validation is stale", "no validation manifest")
 
 

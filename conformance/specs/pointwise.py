@@ -1,7 +1,7 @@
 """Specs of pointwise ops: derived from the fuser's op table, their in-place twins, and the pointwise
 backward ops autograd emits.
 
-The fuser's table (`fuser.ops.POINTWISE_BY_OVERLOAD`) lists what it lowers; deriving the specs from it
+The fuser's table (`fuser.lower.ops.POINTWISE_BY_OVERLOAD`) lists what it lowers; deriving the specs from it
 means a newly lowered op is tested without a second edit. What the table cannot say — attribute values
 worth trying, integer divisors, casts' targets — is data here, keyed by op name.
 """
@@ -15,7 +15,7 @@ import torch
 from conformance.specs import OpSpec, spec
 from conformance.specs.combine import mixed
 from conformance.specs.values import DTYPES
-from fuser.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
+from fuser.lower.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
 
 _ALL = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16]
 _ALL += [torch.int32, torch.int64, torch.uint8, torch.bool]

@@ -50,7 +50,8 @@ from conformance.validate.fuzz import (
     fuzz_failure,
     run_fuzz,
 )
-from fuser import lowerings, validation
+from fuser.lower import lowerings
+from fuser.validate import validation
 
 ROOT = Path(__file__).resolve().parents[2]
 # Ops the fuser lowers that no user calls directly: the conformance ops whose graphs reach them

@@ -22,8 +22,8 @@ import jsonschema
 import torch
 
 from conformance.validate import expected_cases
-from fuser import validation
-from fuser.lowerings import fingerprint, lowerings
+from fuser.lower.lowerings import fingerprint, lowerings
+from fuser.validate import validation
 
 SCHEMA = json.loads((Path(__file__).parent / "manifest_schema.json").read_text())
 

@@ -5,6 +5,6 @@ NumPy versions: `libdevice` (CUDA's math library), `reduce` (NumPy reductions fo
 functions) and `bf16` (bit-exact bfloat16 conversions). `triton_patches` mends what Triton's interpreter
 itself does slowly or, in some versions, wrongly.
 
-`fuser.lowerings` hashes the source of `libdevice`, `reduce` and `bf16` into validation fingerprints: an
+`fuser.lower.lowerings` hashes the source of `libdevice`, `reduce` and `bf16` into validation fingerprints: an
 edit to them stales the manifests' `cpu` entries, as an edit to a lowering does.
 """

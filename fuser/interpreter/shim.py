@@ -14,7 +14,7 @@ import numpy
 import triton
 
 from fuser.interpreter import bf16, libdevice, reduce, triton_patches
-from fuser.reductions import KINDS
+from fuser.lower.reductions import KINDS
 
 
 def interpreted_kernel(module: types.ModuleType, jit_fn: Any) -> Callable:

@@ -3,7 +3,7 @@
 Triton compiles a kernel at its first launch, one after another: a model's first call spent most of its
 time there (GPT-2's forward and backward: about 100 kernels). So when a graph with several kernels new to
 this process is compiled for CUDA, each kernel's launches are handed to a pool of worker processes at
-once, with arguments that specialize as the launch's will (`fuser.gpu_compile_check` binds them through
+once, with arguments that specialize as the launch's will (`fuser.runtime.gpu_compile_check` binds them through
 Triton's own binder, with the options `JITFunction.run` adds); each worker writes its compile into
 Triton's disk cache. A launch waits for its own kernel's compile only, then finds it in the cache.
 
@@ -193,8 +193,7 @@ def _standin(dtype_name: str, made: dict) -> Any:
 
 
 def _compile(compile_job: Job, made: dict) -> dict[str, Any]:
-    from fuser import gpu_compile_check
-    from fuser.runtime import kernel_cache
+    from fuser.runtime import gpu_compile_check, kernel_cache
 
     started = time.perf_counter()
     jit_fn = kernel_cache.load_file(Path(compile_job["path"]), compile_job["name"])

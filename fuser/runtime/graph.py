@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch import fx
 
+from fuser.lower.shapes import SizeBinder
 from fuser.runtime.eager_step import materialize
 from fuser.runtime.horizontal_step import HorizontalStep
-from fuser.shapes import SizeBinder
 
 
 class CompiledGraph:
@@ -60,7 +60,7 @@ class CompiledGraph:
 
     def device_tables(self) -> list[torch.Tensor]:
         """The device tensors its horizontal launches read besides env: what a CUDA graph of this
-        graph's launches (`fuser.cuda_graphs`) must keep alive."""
+        graph's launches (`fuser.runtime.cuda_graphs`) must keep alive."""
         return [
             tensor
             for step in self.steps

@@ -1,4 +1,4 @@
-"""A horizontal kernel's step (`fuser.horizontal`): one table row per part, from the part's arguments
+"""A horizontal kernel's step (`fuser.plan.horizontal`): one table row per part, from the part's arguments
 (addresses of its tensors, its integers), so any number of parts of any sizes share one compiled kernel."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from fuser import gpu_compile_check, metrics
-from fuser.codegen import KernelSource
+from fuser import metrics
+from fuser.emit.codegen import KernelSource
 from fuser.interpreter.shim import quietly
-from fuser.runtime import compile_pool, kernel_cache, launch_config
+from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache, launch_config
 from fuser.runtime.kernel_step import KernelStep, Launch
 from fuser.runtime.step import GraphCaptureError, LaunchStep
 

@@ -21,7 +21,7 @@ from fuser import metrics
 from fuser.interpreter.shim import interpreted_kernel
 
 if TYPE_CHECKING:
-    from fuser.codegen import KernelSource
+    from fuser.emit.codegen import KernelSource
 
 
 @functools.cache

@@ -11,16 +11,16 @@ from typing import Any
 import torch
 from torch import fx
 
-from fuser import gpu_compile_check, metrics
-from fuser.codegen import KernelSource, output_strides
-from fuser.direct_launch import DirectLauncher
+from fuser import metrics
+from fuser.emit.codegen import KernelSource, output_strides
 from fuser.interpreter.shim import quietly
-from fuser.nodes import meta
-from fuser.partition import Kernel
-from fuser.runtime import compile_pool, kernel_cache
+from fuser.lower.nodes import meta
+from fuser.lower.shapes import concrete
+from fuser.plan.partition import Kernel
+from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache
+from fuser.runtime.direct_launch import DirectLauncher
 from fuser.runtime.launch_config import Config, choose_config, launch_options
 from fuser.runtime.step import LaunchStep
-from fuser.shapes import concrete
 
 
 @dataclass
@@ -83,7 +83,7 @@ class KernelStep(LaunchStep):
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
-        # Per output: the env slot of the graph input it is written into in place (`fuser.inplace`).
+        # Per output: the env slot of the graph input it is written into in place (`fuser.plan.inplace`).
         self.into_slots = [self.slots[self.into[m]] if m in self.into else None for m in self.kernel.members]
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
         self.launches: dict[tuple[int, ...], Launch] = {}

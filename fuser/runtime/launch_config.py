@@ -14,7 +14,7 @@ import torch
 import triton
 
 if TYPE_CHECKING:
-    from fuser.codegen import KernelSource
+    from fuser.emit.codegen import KernelSource
 
 GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
@@ -23,7 +23,7 @@ GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
-# A kernel summing its columns too (`fuser.partition.attach_column_sums`) runs this many groups of rows at
+# A kernel summing its columns too (`fuser.plan.partition.attach_column_sums`) runs this many groups of rows at
 # most: each group's sums are a row of partial sums that a second launch adds up.
 GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
 # Its blocks on a GPU: elements per block (whole rows), elements per warp and at most this many warps, apart

@@ -15,7 +15,7 @@ log = logging.getLogger("fuser")
 
 
 class GraphCaptureError(RuntimeError):
-    """A step that cannot be captured in a CUDA graph as it stands (`fuser.cuda_graphs`)."""
+    """A step that cannot be captured in a CUDA graph as it stands (`fuser.runtime.cuda_graphs`)."""
 
 
 def sized_as_planned(made_eagerly: list[tuple[int, tuple[int, ...]]], env: list, kernel: str) -> bool:
@@ -70,7 +70,7 @@ class LaunchStep:
         try:
             self.run(launch, env, key, prepared)
         except GraphCaptureError:
-            raise  # the capture is given up (fuser.cuda_graphs), not the kernel
+            raise  # the capture is given up (fuser.runtime.cuda_graphs), not the kernel
         except Exception as error:
             if self.strict:
                 raise

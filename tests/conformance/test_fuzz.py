@@ -28,7 +28,7 @@ from conformance.fuzz.strategies import (
     reads_elsewhere,
 )
 from conformance.fuzz.vocab import VOCABULARY
-from fuser.miscompiles import ENV, planted
+from fuser.testing.miscompiles import ENV, planted
 
 REPO = Path(__file__).resolve().parents[2]
 

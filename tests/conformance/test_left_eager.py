@@ -15,7 +15,7 @@ import pytest
 from conformance.harness.report import CaseResult, _totals_line
 from conformance.harness.runner import run_case
 from conformance.specs.catalog import SPECS
-from fuser import validation
+from fuser.validate import validation
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ import torch
 
 import fuser
 from conformance.validate import manifest_check
-from fuser import validation
-from fuser.lowerings import fingerprint, lowerings
+from fuser.lower.lowerings import fingerprint, lowerings
+from fuser.validate import validation
 
 CPU = validation.manifest_path("cpu")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import fuser.codegen
+import fuser.emit.codegen
 from conformance.harness import perturbation
 from conformance.harness.oracle import compare
 from conformance.harness.policy import TOLERANCES
@@ -33,7 +33,7 @@ def planted(monkeypatch):
     """Plants a miscompile: `op`'s lowering multiplied by `factor` (a few ulps, say)."""
 
     def plant(op, factor: float) -> None:
-        table = fuser.codegen.POINTWISE_BY_OVERLOAD
+        table = fuser.emit.codegen.POINTWISE_BY_OVERLOAD
         entry = table[op]
         render = entry.render
         wrong = dataclasses.replace(entry, render=lambda *a, **k: f"(({render(*a, **k)}) * {factor!r})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from conformance.harness.probe import watching
-from fuser.backend import fuser_backend
+from fuser.capture.backend import fuser_backend
 
 
 def test_the_fusers_probe_counts_its_kernels_and_names_what_it_left_eager():

@@ -65,7 +65,7 @@ def test_the_suite_covers_at_least_420_aten_overloads_300_of_them_not_in_place_t
 
 
 def test_every_op_the_fuser_lowers_pointwise_has_a_spec():
-    from fuser.ops import POINTWISE_BY_OVERLOAD
+    from fuser.lower.ops import POINTWISE_BY_OVERLOAD
 
     missing = [str(o) for o in POINTWISE_BY_OVERLOAD if str(o) not in SPECS]
     assert not missing

@@ -20,9 +20,9 @@ import pytest
 
 from conformance import validate
 from conformance.validate import manifest_check
-from fuser import validation
-from fuser.lowerings import fingerprint
-from fuser.miscompiles import ENV
+from fuser.lower.lowerings import fingerprint
+from fuser.testing.miscompiles import ENV
+from fuser.validate import validation
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,7 +122,7 @@ def test_bad_arguments_are_clear_errors(capsys):
 
 
 def test_ran_eagerly_sees_an_op_the_fuser_leaves_eager(monkeypatch):
-    from fuser import partition
+    from fuser.plan import partition
 
     assert validate.ran_eagerly("aten.neg.default", ("float32",), "cpu") == []
     # a view of an input is an eager alias by design: views are judged where a kernel computes the input

@@ -13,7 +13,7 @@ import pytest
 
 import fuser
 
-# The fuser's reasons for leaving a lowerable op eager because of the manifest (fuser/validation.py).
+# The fuser's reasons for leaving a lowerable op eager because of the manifest (fuser/validate/validation.py).
 VALIDATION_REASONS = ("not validated", "validation is stale", "no validation manifest")
 
 

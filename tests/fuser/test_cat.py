@@ -1,4 +1,4 @@
-"""`cat` is fused: each element is read from the input that holds its position (`fuser.views.scatter_pieces`),
+"""`cat` is fused: each element is read from the input that holds its position (`fuser.lower.views.scatter_pieces`),
 so a rotary embedding's `cat((-x2, x1))` is computed inside the kernel that uses it, not by an eager call
 between two kernels (llama's graphs had 9 eager cats, the zoo's seven models 27)."""
 

@@ -1,4 +1,4 @@
-"""A kernel that sums a row kernel's columns is computed with it (`fuser.partition.attach_column_sums`): the
+"""A kernel that sums a row kernel's columns is computed with it (`fuser.plan.partition.attach_column_sums`): the
 row kernel walks its rows in groups, summing the columns as it reads them, and a second launch adds the
 groups' sums. A layer norm's backward read its gradient and input twice, once for the input's gradient
 (a row kernel) and once for the weight's and bias's (sums over the rows): issue 29."""

@@ -1,4 +1,4 @@
-"""`fuser.cuda_graphs`: which compiled graphs are replayed as CUDA graphs, and when.
+"""`fuser.runtime.cuda_graphs`: which compiled graphs are replayed as CUDA graphs, and when.
 
 The rules are checked here on any machine (fake CUDA tensors; a stand-in for torch.cuda.CUDAGraph that
 records captures and replays). The real capture and replay run in tests/fuser/test_optimizers.py under
@@ -15,7 +15,7 @@ from torch import fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import fuser
-from fuser import cuda_graphs
+from fuser.runtime import cuda_graphs
 
 aten = torch.ops.aten
 

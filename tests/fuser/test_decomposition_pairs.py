@@ -1,7 +1,7 @@
 """A forward op and the backward op that reads its saved outputs are decomposed together or not at all.
 
 AOTAutograd decomposes below autograd, so a decomposed forward's outputs are what its backward op is fed
-(`fuser/autograd_pairs.py`). These tests walk the pairs torch's autograd formulas define, against the
+(`fuser/capture/autograd_pairs.py`). These tests walk the pairs torch's autograd formulas define, against the
 table the backend really uses, and run every pair that table touches forward and backward on real
 samples: the compiled result and every input's gradient must be as close to float64 as eager's are.
 A torch upgrade that adds a pair the table touches fails `test_every_pair_the_table_touches_has_a_sample`
@@ -22,8 +22,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import fuser
 from conformance.harness.oracle import compare
-from fuser.autograd_pairs import saved_output_pairs, split_pairs
-from fuser.backend import decomposition_table
+from fuser.capture.autograd_pairs import saved_output_pairs, split_pairs
+from fuser.capture.backend import decomposition_table
 
 aten = torch.ops.aten
 

@@ -12,8 +12,8 @@ import torch
 from torch import fx
 
 import fuser
-import fuser.generation
-from fuser.partition import lowering_obstacle
+import fuser.emit.generation
+from fuser.plan.partition import lowering_obstacle
 from fuser.runtime import kernel_cache, kernel_step
 
 
@@ -88,14 +88,14 @@ def _broken_codegen(kernel):
 
 
 def test_a_codegen_failure_raises_when_strict(monkeypatch, device):
-    monkeypatch.setattr(fuser.generation, "generate", _broken_codegen)
+    monkeypatch.setattr(fuser.emit.generation, "generate", _broken_codegen)
     x = torch.randn(8, device=device)
     with pytest.raises(Exception, match="planted codegen failure"):
         fuser.compile(lambda t: torch.sin(t) + 1.0, strict=True)(x)
 
 
 def test_a_codegen_failure_falls_back_to_eager_with_a_warning_when_not_strict(monkeypatch, caplog, device):
-    monkeypatch.setattr(fuser.generation, "generate", _broken_codegen)
+    monkeypatch.setattr(fuser.emit.generation, "generate", _broken_codegen)
     x = torch.randn(8, device=device)
     with caplog.at_level(logging.WARNING, logger="fuser"):
         out = fuser.compile(lambda t: torch.sin(t) + 1.0, strict=False)(x)

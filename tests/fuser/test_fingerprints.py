@@ -1,4 +1,4 @@
-"""A manifest entry's fingerprint hashes the kernels its op emits (`fuser.probes`): a change to shared
+"""A manifest entry's fingerprint hashes the kernels its op emits (`fuser.validate.probes`): a change to shared
 code generation stales every entry whose kernels it changes, a comment stales none, and a change to one
 op's lowering stales that op's entries alone. Each test compares fingerprints computed in-process
 (`compute_fingerprint`), before and after a change planted with monkeypatch."""
@@ -14,8 +14,10 @@ import time
 import pytest
 import torch
 
-from fuser import codegen, lowerings, ops, validation
-from fuser.lowerings import compute_fingerprint
+from fuser.emit import codegen
+from fuser.lower import lowerings, ops
+from fuser.lower.lowerings import compute_fingerprint
+from fuser.validate import validation
 
 # Every kind of lowering: pointwise ops of each typing, reductions (plain, arg, var), views, scatters.
 SAMPLE = (
@@ -136,8 +138,8 @@ def test_a_fingerprint_is_the_same_in_every_process():
     # whole fingerprint of the sample and of clamp.
     script = (
         "import json, sys\n"
-        "from fuser import lowerings\n"
-        "from fuser.lowerings import compute_fingerprint\n"
+        "from fuser.lower import lowerings\n"
+        "from fuser.lower.lowerings import compute_fingerprint\n"
         "names = sys.argv[1:]\n"
         "tables = {n: lowerings._table_entry(lowerings._overload(n)) for n in lowerings.lowerings()}\n"
         "prints = {n: compute_fingerprint(n, 'sm_90') for n in names}\n"
@@ -162,7 +164,7 @@ def test_a_fingerprint_is_the_same_in_every_process():
 def test_a_change_to_an_ops_gradient_decomposition_stales_that_op_alone(monkeypatch):
     # logit's gradient kernels are built from the fuser's own logit_backward decomposition, which its
     # probes (forward kernels) never emit: a bug there must stale logit's entries, and nothing else's.
-    from fuser.backend import decomposition_table
+    from fuser.capture.backend import decomposition_table
 
     names = ("aten.logit.default", "aten.sigmoid.default", "aten.neg.default")
     before = {name: compute_fingerprint(name, "cpu") for name in names}
@@ -170,7 +172,7 @@ def test_a_change_to_an_ops_gradient_decomposition_stales_that_op_alone(monkeypa
     def planted(grad, x, eps=None):
         return grad * x * (1 - x)
 
-    planted.__module__ = "fuser.backend"
+    planted.__module__ = "fuser.capture.backend"
     monkeypatch.setitem(decomposition_table(), torch.ops.aten.logit_backward.default, planted)
     after = {name: compute_fingerprint(name, "cpu") for name in names}
     assert after["aten.logit.default"] != before["aten.logit.default"]
@@ -183,7 +185,7 @@ def test_the_committed_fingerprint_table_is_this_source_s_and_holds_what_is_comp
     table = json.loads(lowerings.SHIPPED.read_text())
     assert table["source"] == lowerings.fuser_source_hash(), (
         "fuser/manifest/fingerprints.json was written for another version of the fuser's source: "
-        "run `python -m fuser.write_fingerprints` and commit it"
+        "run `python -m fuser.validate.write_fingerprints` and commit it"
     )
     assert table == lowerings.shipped_table()
 

@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 import fuser
-from fuser import gpu_compile_check, ir
-from fuser.codegen import Builder
-from fuser.runtime import launch_config
+from fuser.emit import ir
+from fuser.emit.codegen import Builder
+from fuser.runtime import gpu_compile_check, launch_config
 
 
 def negated_twice(x):
@@ -127,7 +127,7 @@ def test_a_capability_is_read(value, capability, monkeypatch):
 def test_a_keyword_argument_name_is_not_read_as_a_value():
     # `mask=row_mask` reads the row mask (level 1), not the full mask named `mask` (level 2): read as
     # level 2, a row value was stored after a looped kernel's column loop with `mask`, undefined there.
-    # An expression's level comes from the names it was made from (fuser.ir), never from its text.
+    # An expression's level comes from the names it was made from (fuser.emit.ir), never from its text.
     builder = Builder.__new__(Builder)
     builder.levels = {"row_mask": 1, "mask": 2, "r1": 1, "cols": 2}
     row_load = ir.over("tl.load(in1_ptr + r1 * in1_stride1, mask=row_mask)", "in1_ptr", "r1", "row_mask")
@@ -137,7 +137,7 @@ def test_a_keyword_argument_name_is_not_read_as_a_value():
 
 
 def test_a_horizontal_kernel_is_compiled_for_cuda_too(device, monkeypatch):
-    # An optimizer step's horizontal kernels (fuser.horizontal) were not checked: a kernel that took
+    # An optimizer step's horizontal kernels (fuser.plan.horizontal) were not checked: a kernel that took
     # 264 s to compile for sm_90 went unnoticed until a GPU compiled it.
     if device != "cpu":
         pytest.skip("the check compiles interpreted kernels; on CUDA every kernel is compiled anyway")

@@ -1,4 +1,4 @@
-"""Half values widened where LLVM would narrow their float32 arithmetic wrongly on CUDA (`fuser.narrowing`).
+"""Half values widened where LLVM would narrow their float32 arithmetic wrongly on CUDA (`fuser.emit.narrowing`).
 
 The kernels are generated for CUDA from fake tensors and compiled for sm_90 here (Triton's compiler and
 ptxas, no GPU), and their PTX read: where the fuser's source says float32 over values of both half types,
@@ -16,10 +16,10 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from fuser.generation import plan_and_generate
+from fuser.emit.generation import plan_and_generate
 from fuser.options import Options
-from fuser.probes import _Graph
 from fuser.runtime.kernel_cache import kernel_file, load_file
+from fuser.validate.probes import _Graph
 
 aten = torch.ops.aten
 SIGNATURE_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}

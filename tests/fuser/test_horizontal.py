@@ -1,4 +1,4 @@
-"""Horizontal fusion (`fuser.horizontal`) apart from optimizers: which kernels it may batch. What it does
+"""Horizontal fusion (`fuser.plan.horizontal`) apart from optimizers: which kernels it may batch. What it does
 for a compiled optimizer step (one or two kernels, any number of tensors) is in test_optimizers.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""gather and scatter of a value are fused (`fuser.ops.IndexedOp`): the kernel loads the positions its index
+"""gather and scatter of a value are fused (`fuser.lower.ops.IndexedOp`): the kernel loads the positions its index
 tensor holds and reads (gather) or writes (scatter) there, so a cross-entropy's pick of each row's target
 and its gradient's one-hot are computed inside the kernels around them, not by eager calls between them
 (issue 29). Every case checks the values against eager and that no op ran eagerly."""

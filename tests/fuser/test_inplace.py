@@ -1,4 +1,4 @@
-"""Mutations written in place (`fuser.inplace`): a kernel stores a mutated graph input's new value
+"""Mutations written in place (`fuser.plan.inplace`): a kernel stores a mutated graph input's new value
 straight into it, with no `copy_` after it, and leaves the copy eager wherever that could be wrong."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from shared_checks import fused_matches_eager
 
 import fuser
-from fuser import inplace
+from fuser.plan import inplace
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +127,7 @@ def test_copy_into_an_input_casts_and_broadcasts_as_eager_does(device, source):
 
 
 def _kernel_code_check(program, *inputs):
-    """What `fuser.inplace` reads from the writing kernel's statements, for each copy_ it considers."""
+    """What `fuser.plan.inplace` reads from the writing kernel's statements, for each copy_ it considers."""
     seen = []
     obstacle = inplace._obstacle
 

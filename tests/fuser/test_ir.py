@@ -1,11 +1,11 @@
-"""The kernel body's statements (fuser/ir.py): what they read, which index lines stay live, how they print."""
+"""The kernel body's statements (fuser/emit/ir.py): what they read, which index lines stay live, how they print."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fuser import generation, ir
+from fuser.emit import generation, ir
 from fuser.explain import explain
 
 

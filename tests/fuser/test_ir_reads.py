@@ -1,7 +1,7 @@
 """Every statement of every probe kernel records the kernel's names its text reads.
 
 Levels (which mask a load takes, what a looped row kernel hoists out of its loop) and index liveness are
-read from what each `fuser.ir` expression records as it is made, not from its text. A read left out
+read from what each `fuser.emit.ir` expression records as it is made, not from its text. A read left out
 would be silent: a per-element value hoisted out of a loop, or an index line dropped. This checks the
 records against the text (here, in a test, the text is parsed) for the kernels every lowered op's
 probes emit: each op alone, producing, consuming, reduced and reading a reduction, every dtype.
@@ -14,8 +14,9 @@ import re
 import pytest
 from torch import fx
 
-from fuser import ir, probes
-from fuser.lowerings import DTYPES_BY_NAME, _overload, lowerings
+from fuser.emit import ir
+from fuser.lower.lowerings import DTYPES_BY_NAME, _overload, lowerings
+from fuser.validate import probes
 
 # Names a statement's text mentions, a keyword argument's name (`mask=`) left out.
 NAME = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=(?!=))")

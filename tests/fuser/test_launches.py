@@ -1,12 +1,12 @@
 """The launch path: a kernel compiled for one call's argument specialization must not serve a call whose
-arguments specialize differently (fuser.direct_launch skips Triton's own lookup once compiled)."""
+arguments specialize differently (fuser.runtime.direct_launch skips Triton's own lookup once compiled)."""
 
 from __future__ import annotations
 
 import torch
 
 import fuser
-from fuser.direct_launch import DirectLauncher
+from fuser.runtime.direct_launch import DirectLauncher
 
 
 def scale_and_shift(x: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,7 @@ import triton.language.extra.libdevice as triton_libdevice
 
 import fuser.interpreter.libdevice as interpreter_libdevice
 import fuser.kernel_lib
-import fuser.ops
+import fuser.lower.ops
 
 CALL = re.compile(r"libdevice\.(\w+)\(")
 
@@ -20,7 +20,7 @@ def _called_in(module) -> set[str]:
 
 
 def test_every_libdevice_function_the_kernels_call_exists_in_triton_and_in_the_interpreter_shim():
-    called = _called_in(fuser.ops) | _called_in(fuser.kernel_lib)
+    called = _called_in(fuser.lower.ops) | _called_in(fuser.kernel_lib)
     assert called, "the pattern found no libdevice calls: the test would check nothing"
     missing_on_gpu = sorted(n for n in called if not hasattr(triton_libdevice, n))
     missing_in_shim = sorted(n for n in called if not hasattr(interpreter_libdevice, n))

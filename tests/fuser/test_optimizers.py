@@ -255,7 +255,7 @@ def test_a_parameter_given_new_storage_between_steps_is_updated_there(device):
 @pytest.mark.parametrize("name", ["adamw_capturable", "sgd_momentum_tensor_lr"])
 def test_a_step_whose_tensors_stay_put_is_replayed_as_a_cuda_graph_on_a_gpu(name, device):
     # Gradients written in place (as a training loop's backward accumulates into .grad) keep every
-    # address: from the third call on, the step is a CUDA graph's replay (fuser.cuda_graphs) on CUDA,
+    # address: from the third call on, the step is a CUDA graph's replay (fuser.runtime.cuda_graphs) on CUDA,
     # and the launches it replays are still counted. The CPU has no graphs: every step runs as usual.
     make = adamw_capturable if name == "adamw_capturable" else OPTIMIZERS[name][0]
     params = sized_params(device, [5, 300, 1, 64, 0])

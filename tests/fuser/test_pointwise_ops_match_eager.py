@@ -1,6 +1,6 @@
 """Every pointwise op in the fuser's op table, every overload, against eager PyTorch on CPU.
 
-The cases are data: for each overload in `fuser.ops.POINTWISE_OPS` and each dtype, the schema says
+The cases are data: for each overload in `fuser.lower.ops.POINTWISE_OPS` and each dtype, the schema says
 which arguments are tensors and which are Python scalars, and a sample generator per operand family
 fills them in:
 
@@ -32,7 +32,7 @@ import pytest
 import torch
 
 import fuser
-from fuser.ops import POINTWISE_BY_OVERLOAD, POINTWISE_OPS, Accepts, PointwiseOp
+from fuser.lower.ops import POINTWISE_BY_OVERLOAD, POINTWISE_OPS, Accepts, PointwiseOp
 
 # Every lowering in every dtype it accepts, against eager at awkward values: the dtypes the cpu manifest
 # leaves out included (integer inputs of float ops, which the conformance suite does not take; fmod's

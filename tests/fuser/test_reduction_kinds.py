@@ -1,4 +1,4 @@
-"""The reduction kinds are one table (fuser.reductions.KINDS): every rule a kernel is written from, and
+"""The reduction kinds are one table (fuser.lower.reductions.KINDS): every rule a kernel is written from, and
 what the interpreter needs to run it fast, is read from the kind's record."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 import pytest
 
 from fuser import kernel_lib
+from fuser.emit.row_codegen import RowBuilder
 from fuser.interpreter import reduce as interpreter_reduce
-from fuser.reductions import KINDS, REDUCTION_OPS
-from fuser.row_codegen import RowBuilder
+from fuser.lower.reductions import KINDS, REDUCTION_OPS
 
 
 def _combine_functions(kind) -> set[str]:

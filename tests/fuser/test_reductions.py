@@ -158,7 +158,7 @@ def test_the_partitioner_decides_which_reductions_go_through_memory_before_any_c
 ):
     # Each kernel is generated once: code generation no longer finds out, by failing, that a kernel reads
     # a reduction at another row (slices of the row maxes and sums here) and makes the partition run again.
-    from fuser import generation
+    from fuser.emit import generation
 
     generated = []
     generate = generation.generate

@@ -2,7 +2,7 @@
 is made. Rounded on one path (a clone, a store and reload) and kept in float32 on another, a cancellation
 exact in eager (and in float64) left a rounding residue. Found by the clean validation run's fuzz stage
 (records/validate-cpu-all-2026-11-27.md); each test failed on the wrong value before the fix
-(`Builder.made` in fuser/codegen.py). They run in the default configuration: every op they reach is
+(`Builder.made` in fuser/emit/codegen.py). They run in the default configuration: every op they reach is
 validated on cpu."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fuser
-from fuser import validation
+from fuser.validate import validation
 
 # op name -> the function a user calls
 ENABLED = {

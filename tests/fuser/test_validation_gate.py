@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import fuser
-from fuser import validation
-from fuser.lowerings import compute_fingerprint, fingerprint, lowerings
+from fuser.lower.lowerings import compute_fingerprint, fingerprint, lowerings
+from fuser.validate import validation
 
 # These tests leave ops eager on purpose: tests/fuser/conftest.py does not fail them for it.
 pytestmark = pytest.mark.validation_gate
@@ -154,7 +154,7 @@ def test_an_unknown_architecture_is_an_error(tmp_path):
 
 
 def test_fingerprints_follow_the_lowering(monkeypatch):
-    from fuser import ops
+    from fuser.lower import ops
 
     before = compute_fingerprint("aten.hypot.default", "cpu")
     assert before != compute_fingerprint("aten.atan2.default", "cpu")

@@ -1,12 +1,12 @@
-"""The index mappings of views (`fuser.views`): the kinds said to keep index entries do, the row kernels'
-walk relies on it (`fuser.row_reads` skips them)."""
+"""The index mappings of views (`fuser.lower.views`): the kinds said to keep index entries do, the row kernels'
+walk relies on it (`fuser.plan.row_reads` skips them)."""
 
 from __future__ import annotations
 
 import pytest
 
-from fuser import ir
-from fuser.views import KEEPS_ENTRIES, source_index
+from fuser.emit import ir
+from fuser.lower.views import KEEPS_ENTRIES, source_index
 
 
 class _Sink:

@@ -1,7 +1,7 @@
 """Quality tests: the fuzzer's `ci` profile finds each planted miscompile and shrinks it to at most three
 ops (nodes plus view steps).
 
-Each kind lives between ops, where single-op tests in one context tend to miss it (fuser/miscompiles.py
+Each kind lives between ops, where single-op tests in one context tend to miss it (fuser/testing/miscompiles.py
 says what each changes; docs/fuzz.md says which the conformance quick tier's single-op cases catch and
 which they miss).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fuser.miscompiles import ENV, KINDS
+from fuser.testing.miscompiles import ENV, KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ gpu_setup
 versions | tee "$OUT/versions.txt"
 WORKERS=${WORKERS:-$(( $(nproc) - 4 ))}
 DEVICE=${DEVICE:-cuda}
-arch=$("$PYTHON" -c "import torch; from fuser.validation import arch_of; print(arch_of(torch.device('$DEVICE')))")
+arch=$("$PYTHON" -c "import torch; from fuser.validate.validation import arch_of; print(arch_of(torch.device('$DEVICE')))")
 state=reports/validate/progress-fuser-$arch.batch.jsonl
 if [[ -n "${STATE:-}" && ! -e $state ]]; then
     mkdir -p reports/validate && gunzip -c "$STATE" >"$state" && echo "seeded $state from $STATE ($(wc -l <"$state") lines)"

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from fuser.backend import fuser_backend
+from fuser.capture.backend import fuser_backend
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 MAGNITUDES = [

@@ -2,7 +2,7 @@
 validation's cubins come from (issue 27: compile time bounds both).
 
 A pytest plugin. With FUSER_CHECK_CUDA_COMPILE=90 set, every interpreted launch is bound through Triton's
-own argument binder for sm_90, as `fuser.gpu_compile_check` does, but nothing is compiled: each launch's
+own argument binder for sm_90, as `fuser.runtime.gpu_compile_check` does, but nothing is compiled: each launch's
 key (the kernel's source hash, its integer and pointer specialization, its block sizes and warps) goes to
 a file per process. Then `python tools/probes/count_gpu_compiles.py DIR` tallies them:
 
@@ -28,8 +28,7 @@ def pytest_configure(config) -> None:
     folder = os.environ.get(OUT_ENV)
     if not folder:
         return
-    from fuser import gpu_compile_check
-    from fuser.runtime import compile_pool
+    from fuser.runtime import compile_pool, gpu_compile_check
 
     Path(folder).mkdir(parents=True, exist_ok=True)
     sink = open(Path(folder) / f"keys-{os.getpid()}.jsonl", "a")  # noqa: SIM115 - open for the session

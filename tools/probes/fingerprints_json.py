@@ -8,7 +8,7 @@ import sys
 import torch
 import triton
 
-from fuser import lowerings
+from fuser.lower import lowerings
 
 found = {
     arch: {n: lowerings.compute_fingerprint(n, arch) for n in lowerings.lowerings()}

@@ -107,7 +107,7 @@ def fuser_kernel():
     import os
     import tempfile
 
-    from fuser.backend import fuser_backend
+    from fuser.capture.backend import fuser_backend
 
     folder = tempfile.mkdtemp()
     os.environ.update(FUSER_KERNEL_DIR=folder, FUSER_UNVALIDATED="fuse")

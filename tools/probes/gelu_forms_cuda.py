@@ -15,7 +15,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.testing import do_bench
 
-from fuser.backend import fuser_backend
+from fuser.capture.backend import fuser_backend
 
 
 @triton.jit

@@ -4,7 +4,8 @@ on each architecture. `python tools/probes/stale_by_planted_mask.py` (about a mi
 
 from __future__ import annotations
 
-from fuser import codegen, lowerings
+from fuser.emit import codegen
+from fuser.lower import lowerings
 
 
 def all_fingerprints(arch: str) -> dict[str, str]:

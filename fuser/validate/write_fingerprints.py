@@ -1,5 +1,5 @@
-"""`python -m fuser.write_fingerprints`: writes `fuser/manifest/fingerprints.json`, every lowered op's
-fingerprint on each arch with a manifest, for the fuser's source as it is now (`fuser.lowerings`). Run it
+"""`python -m fuser.validate.write_fingerprints`: writes `fuser/manifest/fingerprints.json`, every lowered op's
+fingerprint on each arch with a manifest, for the fuser's source as it is now (`fuser.lower.lowerings`). Run it
 after any change under fuser/ and commit the table (CI fails while it is out of date); about 0.1 s an op
 and arch."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from fuser.lowerings import SHIPPED, fuser_source_hash, shipped_table
+from fuser.lower.lowerings import SHIPPED, fuser_source_hash, shipped_table
 
 if __name__ == "__main__":
     table = shipped_table(fresh=True)

@@ -14,7 +14,7 @@ One TOML file per architecture, `fuser/manifest/<arch>.toml` (`cpu` for Triton's
     date = "2026-11-25"
     cases = 70
     commit = "483cb1e"
-    fingerprint = "0123456789abcdef"   # fuser.lowerings.fingerprint(op, arch)
+    fingerprint = "0123456789abcdef"   # fuser.lower.lowerings.fingerprint(op, arch)
 
 An entry whose fingerprint no longer matches the lowering is *stale*: it counts as unvalidated until
 the op is validated again. A malformed file is an error naming the file and line. The conformance
@@ -38,13 +38,13 @@ from pathlib import Path
 import torch
 from torch import fx
 
-from fuser.lowerings import DTYPE_NAMES, gate_fingerprint, lowerings, op_name
-from fuser.nodes import meta, tensor_meta
+from fuser.lower.lowerings import DTYPE_NAMES, gate_fingerprint, lowerings, op_name
+from fuser.lower.nodes import meta, tensor_meta
 
 log = logging.getLogger("fuser")
 
 # FUSER_MANIFEST_DIR points the gate at other manifests (a scratch validation, a test's empty folder).
-MANIFEST_DIR = Path(os.environ.get("FUSER_MANIFEST_DIR") or Path(__file__).parent / "manifest")
+MANIFEST_DIR = Path(os.environ.get("FUSER_MANIFEST_DIR") or Path(__file__).resolve().parents[1] / "manifest")
 ARCH_PATTERN = re.compile(r"^(cpu|sm_\d{2,3}a?)$")
 FIELDS = ("op", "arch", "dtypes", "torch", "triton", "date", "cases", "commit", "fingerprint")
 OPTIONAL_FIELDS = ("device", "fuzz")  # device: the GPU's name (CUDA); fuzz: fuzz-stage programs passed
@@ -138,7 +138,9 @@ def parse(text: str, path: Path, arch: str | None = None) -> Manifest:
             )
         op = item["op"]
         if op not in known:
-            raise ManifestError(f"{at}: unknown op {op!r}: the fuser lowers no such op (see fuser/ops.py)")
+            raise ManifestError(
+                f"{at}: unknown op {op!r}: the fuser lowers no such op (see fuser/lower/ops.py)"
+            )
         if item["arch"] != arch:
             raise ManifestError(f"{at}: {op}: arch {item['arch']!r} in the manifest of {arch!r}")
         dtypes = item["dtypes"]

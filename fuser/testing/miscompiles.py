@@ -12,7 +12,7 @@ most, one `rewrite(point, ...)` call at a new place in codegen.
 Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind may change `value`):
 
 - `pointwise_expr`: a pointwise node's rendered expression (context: node, op).
-- `pointwise_operands`: its operands (`fuser.ir.Expr`), already cast (context: builder, node, args, wants).
+- `pointwise_operands`: its operands (`fuser.emit.ir.Expr`), already cast (context: builder, node, args, wants).
 - `operand_index`: the index a pointwise node reads an operand at (context: builder, arg, out_shape).
 - `leaf_index`: the index a kernel loads an input at (context: builder, node).
 - `leaf_value`: an input's value at an index, before it is loaded (context: builder, node, index).
@@ -72,7 +72,7 @@ class Miscompile:
 
 
 def _wrong_lowering(expr: str, argument: str, node: fx.Node, op: Any) -> str:
-    from fuser.ops import Result
+    from fuser.lower.ops import Result
 
     if str(node.target) != argument:
         return expr
@@ -80,7 +80,7 @@ def _wrong_lowering(expr: str, argument: str, node: fx.Node, op: Any) -> str:
 
 
 def _broadcast_stride_dropped(index: tuple, argument: None, builder: Any, arg: Any, out_shape) -> tuple:
-    from fuser.ops import VIEW_BY_OVERLOAD
+    from fuser.lower.ops import VIEW_BY_OVERLOAD
 
     # Only an operand that is a view (of an input or of a computed value) *and* broadcast.
     if getattr(arg, "target", None) not in VIEW_BY_OVERLOAD or tuple(arg.meta["val"].shape) == tuple(
@@ -110,7 +110,7 @@ def _swap_computed_operands(operands: list, argument: None, builder: Any, node: 
 
 
 def _cast_before_last_op(operands: list, argument: None, builder: Any, node: fx.Node, args, wants) -> list:
-    from fuser.ops import POINTWISE_BY_OVERLOAD, Result
+    from fuser.lower.ops import POINTWISE_BY_OVERLOAD, Result
 
     casts = [
         user
@@ -144,7 +144,7 @@ def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, in
     """An input the kernel updates in place, read (directly or through an alias view) at another element
     than the one being written, or for another output of the kernel, gives the updated value: as if the
     kernel wrote the input in place and then read what it had already written."""
-    from fuser.ops import VIEW_BY_OVERLOAD
+    from fuser.lower.ops import VIEW_BY_OVERLOAD
 
     if getattr(builder, "reading_own_output", False):
         return value

@@ -19,12 +19,12 @@ from torch._functorch.aot_autograd import aot_module_simplified
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from fuser.autograd_pairs import split_pairs
+from fuser.capture.autograd_pairs import split_pairs
+from fuser.capture.foreach import foreach_decompositions
 from fuser.compiler import compile_graph
-from fuser.foreach import foreach_decompositions
-from fuser.ops import INDEXED_BY_OVERLOAD, POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.lower.ops import INDEXED_BY_OVERLOAD, POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.lower.reductions import REDUCTION_BY_OVERLOAD
 from fuser.options import Options
-from fuser.reductions import REDUCTION_BY_OVERLOAD
 from fuser.runtime import compile_pool
 
 aten = torch.ops.aten
@@ -104,7 +104,7 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
 
 def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     # `x.copy_(y)` reaches AOTAutograd as copy_(x, copy(x, y)). As Inductor does, copy is y in x's dtype
-    # (and shape): the kernel that stores y can then store it straight into x (`fuser.inplace`).
+    # (and shape): the kernel that stores y can then store it straight into x (`fuser.plan.inplace`).
     value = source.to(dtype=target.dtype, device=target.device)
     return value if value.shape == target.shape else value.expand(target.shape).clone()
 
@@ -134,10 +134,10 @@ EAGER_WHOLE = [
 @functools.cache
 def decomposition_table(foreach: bool = True) -> dict:
     """Core aten decompositions plus `COMPOSITES` and (with `foreach`, where horizontal fusion will
-    batch their per-tensor kernels) the foreach ops (`fuser.foreach`), minus those of
+    batch their per-tensor kernels) the foreach ops (`fuser.capture.foreach`), minus those of
     ops the fuser lowers whole or leaves to eager whole (`EAGER_WHOLE`), and minus the forward of every
     pair the table would split: a forward decomposed while the backward op that reads its saved outputs
-    stays an op (`fuser.autograd_pairs`)."""
+    stays an op (`fuser.capture.autograd_pairs`)."""
     lowered = {
         *POINTWISE_BY_OVERLOAD,
         *VIEW_BY_OVERLOAD,

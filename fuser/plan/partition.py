@@ -6,7 +6,7 @@ something that cannot inline it needs it: an eager call, or the graph's output. 
 one shape share a kernel unless that would create a cycle through an eager call. Views of graph inputs,
 of eager results or of materialized values stay eager aliases: they cost nothing and copy nothing.
 
-A reduction is inlined too, but only into a row kernel of its own space (`fuser.reductions.Space`):
+A reduction is inlined too, but only into a row kernel of its own space (`fuser.lower.reductions.Space`):
 the kernel that computes values of the reduction's input shape, or one value per row. So a softmax,
 a layer norm or add + layer norm is one kernel: its reductions are computed in the kernel and its
 full-shape result is the stored member. A reduction whose consumer lives in another space is
@@ -23,19 +23,19 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
-from fuser.dtypes import SUPPORTED_DTYPES
-from fuser.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
-from fuser.ops import (
+from fuser.lower.dtypes import SUPPORTED_DTYPES
+from fuser.lower.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
+from fuser.lower.ops import (
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
     VIEW_BY_OVERLOAD,
     Accepts,
 )
-from fuser.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
-from fuser.row_reads import reads_at_other_rows
-from fuser.shapes import same_shape
-from fuser.views import MAX_POSITIONS
+from fuser.lower.reductions import REDUCTION_BY_OVERLOAD, Space, is_reduction, space_of
+from fuser.lower.shapes import same_shape
+from fuser.lower.views import MAX_POSITIONS
+from fuser.plan.row_reads import reads_at_other_rows
 
 log = logging.getLogger("fuser")
 
@@ -131,7 +131,7 @@ def _symbolic_number(arg: object) -> bool:
 
 
 def _indexed_obstacle(node: fx.Node) -> str | None:
-    """What keeps a gather or a scatter of a value (`fuser.ops.IndexedOp`) out of a kernel."""
+    """What keeps a gather or a scatter of a value (`fuser.lower.ops.IndexedOp`) out of a kernel."""
     args = bind_arguments(node)
     if _symbolic_number(args.get("value")):
         return SYMBOLIC_NUMBER
@@ -346,7 +346,7 @@ def _schedule(graph: fx.Graph, kernels: list[Kernel], fusible: set) -> list[Kern
             if waiting_on[id(dependent)] == 0:
                 heapq.heappush(ready, (key(dependent), id(dependent), dependent))
     if len(scheduled) != len(steps):
-        raise RuntimeError("fuser: the partition has a cycle; this is a bug in fuser.partition")
+        raise RuntimeError("fuser: the partition has a cycle; this is a bug in fuser.plan.partition")
     return scheduled
 
 
@@ -358,7 +358,7 @@ COLUMN_SUMS_MAX_COLS = 8192
 def _sums_columns_of(rows: Kernel, columns: Kernel) -> bool:
     """Whether `columns` only sums, over the rows of `rows`'s space, values `rows` can compute per element:
     a layer norm's weight and bias gradients beside its input gradient."""
-    from fuser.row_codegen import contiguous_rows, splittable  # codegen's view of a kernel
+    from fuser.emit.row_codegen import contiguous_rows, splittable  # codegen's view of a kernel
 
     x, y = rows.space, columns.space
     if x is None or y is None or rows.column_sums is not None or rows.device != columns.device:
@@ -379,7 +379,7 @@ def _sums_columns_of(rows: Kernel, columns: Kernel) -> bool:
 def attach_column_sums(graph: fx.Graph, kernels: list[Kernel]) -> list[Kernel]:
     """Compute each column-sum kernel with a row kernel that reads the same rows, where neither depends on
     the other: the layer norm backward's weight and bias gradients read the gradient and the input a second
-    time otherwise (issue 29). The row kernel then sums its rows in groups (`fuser.row_codegen`), and the
+    time otherwise (issue 29). The row kernel then sums its rows in groups (`fuser.emit.row_codegen`), and the
     column kernel adds the groups' sums."""
     reads = {m: set(k.leaves) for k in kernels for m in k.members}
     taken: set[int] = set()
@@ -410,8 +410,8 @@ def attach_column_sums(graph: fx.Graph, kernels: list[Kernel]) -> list[Kernel]:
 def partition(graph: fx.Graph, fuse: bool = True, gate: Gate | None = None) -> Plan:
     """Split `graph` into kernels and eager calls; `fuse=False` gives every lowered op its own kernel.
     `gate` may keep a lowerable node eager, saying why (the validation manifest:
-    `fuser.validation.node_obstacle`). A reduction that a row kernel would read at another row than its
-    own (through a slice or a flip, `fuser.row_reads`) is stored by its own kernel, and the graph split
+    `fuser.validate.validation.node_obstacle`). A reduction that a row kernel would read at another row than its
+    own (through a slice or a flip, `fuser.plan.row_reads`) is stored by its own kernel, and the graph split
     again, until no kernel reads one so. Column sums are then computed with the row kernels they read
     (`attach_column_sums`)."""
     stored: set[fx.Node] = set()

@@ -1,4 +1,4 @@
-"""Write one readable Triton kernel for a `fuser.partition.Kernel`.
+"""Write one readable Triton kernel for a `fuser.plan.partition.Kernel`.
 
 A kernel walks its output shape in blocks of BLOCK elements. Each element's position is turned into
 one index per dimension only when some access needs it: a contiguous tensor of the output's shape is
@@ -22,11 +22,11 @@ import torch
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
-from fuser import ir, miscompiles
-from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
-from fuser.narrowing import hides_widening
-from fuser.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
-from fuser.ops import (
+from fuser.emit import ir
+from fuser.emit.narrowing import hides_widening
+from fuser.lower.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
+from fuser.lower.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
+from fuser.lower.ops import (
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
@@ -34,10 +34,9 @@ from fuser.ops import (
     Result,
     Typing,
 )
-from fuser.partition import Kernel
-from fuser.reductions import REDUCTION_BY_OVERLOAD, is_reduction
-from fuser.shapes import same, same_shape
-from fuser.views import (
+from fuser.lower.reductions import REDUCTION_BY_OVERLOAD, is_reduction
+from fuser.lower.shapes import same, same_shape
+from fuser.lower.views import (
     Index,
     at_position,
     broadcast_index,
@@ -46,6 +45,8 @@ from fuser.views import (
     scatter_positions,
     source_index,
 )
+from fuser.plan.partition import Kernel
+from fuser.testing import miscompiles
 
 INT32_LIMIT = 2**31 - 1
 MAX_BLOCK = 2**16  # the largest BLOCK any launcher uses: offsets up to numel + MAX_BLOCK must fit
@@ -83,12 +84,12 @@ class KernelSource:
     row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
     int64: bool = False  # whether it indexes in int64
     # The function's body as statements (`source` prints them): a pass that rewrites the kernel
-    # (fuser.horizontal) edits these rather than the text.
+    # (fuser.plan.horizontal) edits these rather than the text.
     statements: tuple[ir.Statement, ...] = ()
 
     @cached_property
     def accesses(self) -> list[ir.Load | ir.Store]:
-        """Its loads and stores, read from its statements once (`fuser.ir.accesses`)."""
+        """Its loads and stores, read from its statements once (`fuser.emit.ir.accesses`)."""
         return ir.accesses(self.statements)
 
 
@@ -150,7 +151,7 @@ class Builder:
 
     Each temporary has a *level*: 0 for a scalar, 1 for a value per row (row kernels), 2 for a value
     per element. The level picks the mask of a load or store and, in looped row kernels, which
-    temporaries live only inside a loop. The body is a list of `fuser.ir` statements: every expression
+    temporaries live only inside a loop. The body is a list of `fuser.emit.ir` statements: every expression
     is made from its operands and knows what it reads, so levels and liveness come from those records.
     """
 
@@ -250,7 +251,7 @@ class Builder:
 
     def value(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
-        if node not in self.computed:  # testing-only hooks (fuser.miscompiles): no-ops by default
+        if node not in self.computed:  # testing-only hooks (fuser.testing.miscompiles): no-ops by default
             index = miscompiles.rewrite("leaf_index", index, builder=self, node=node)
             planted = miscompiles.rewrite("leaf_value", None, builder=self, node=node, index=index)
             if planted is not None:
@@ -291,7 +292,7 @@ class Builder:
         return mapped
 
     def scatter(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
-        """A scatter's element: the first of its pieces whose condition holds (`fuser.views.scatter_pieces`).
+        """A scatter's element: the first of its pieces whose condition holds (`fuser.lower.views.scatter_pieces`).
         Every value stays in the dtype the kernel holds the result in: no rounding at a seam (eager's
         slice gradient and cat are exact there too)."""
         kind = SCATTER_BY_OVERLOAD[node.target].name
@@ -320,7 +321,7 @@ class Builder:
         return value, held
 
     def indexed(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
-        """A gather's or a scatter-of-a-value's element (`fuser.ops.IndexedOp`)."""
+        """A gather's or a scatter-of-a-value's element (`fuser.lower.ops.IndexedOp`)."""
         kind = INDEXED_BY_OVERLOAD[node.target].name
         name = f"{kind}{self.names[kind]}"
         self.names[kind] += 1
@@ -482,7 +483,7 @@ class PointwiseBuilder(Builder):
 
     # --- the kernel ---
     def store(self, position: int, node: fx.Node) -> None:
-        self.storing = node  # read by a testing-only hook (fuser.miscompiles)
+        self.storing = node  # read by a testing-only hook (fuser.testing.miscompiles)
         value = meta(node)
         index = self.domain_index()
         name, held = self.value(node, index)
@@ -496,7 +497,7 @@ class PointwiseBuilder(Builder):
 
     def source(self, name: str) -> str:
         # Every value before any store: a member may be stored into a graph input that another member
-        # reads (`fuser.inplace`), and a load after that store would see the new value.
+        # reads (`fuser.plan.inplace`), and a load after that store would see the new value.
         for member in self.kernel.members:
             self.value(member, self.domain_index())
         for position, member in enumerate(self.kernel.members):

@@ -1,8 +1,8 @@
 """Every op the fuser lowers, by name, with the dtypes it lowers and a fingerprint of its lowering.
 
-The manifest (`fuser.validation`) names ops as `namespace.name.overload` ("aten.add.Tensor",
+The manifest (`fuser.validate.validation`) names ops as `namespace.name.overload` ("aten.add.Tensor",
 "prims.div.default"), the conformance suite's spelling. A fingerprint hashes what the op's kernels are
-on an architecture: the kernels the fuser emits for the op's probe programs (`fuser.probes`: every
+on an architecture: the kernels the fuser emits for the op's probe programs (`fuser.validate.probes`: every
 dtype it lowers, alone, producing, consuming, reduced, reading a reduction, over broadcast and
 transposed operands, its attribute variants), normalized so comments and formatting do not count, with
 the source of every `lib.*` helper they call and, on the interpreter (`cpu`), the stand-ins they run
@@ -10,8 +10,8 @@ with (NumPy `libdevice` functions, the reductions and bfloat16 conversions). So 
 stales that op's manifest entries, and a change to shared code generation stales every entry whose
 kernels it changes. Fingerprints are computed once per version of the fuser's source and cached on disk.
 
-The gate (`fuser.validation`) reads them from `fuser/manifest/fingerprints.json` instead, where that
-table was written for this very source (`python -m fuser.write_fingerprints` writes it; CI fails while it is out
+The gate (`fuser.validate.validation`) reads them from `fuser/manifest/fingerprints.json` instead, where that
+table was written for this very source (`python -m fuser.validate.write_fingerprints` writes it; CI fails while it is out
 of date): computing them cost a fresh machine's first compile 5 s on the CPU and about 10 s on the GPU
 host for GPT-2's 42 ops (session 15). The table holds no torch or Python version: a fingerprint hashes
 kernels generated from graphs built without tracing, and the sm_90 entries validated under torch 2.11
@@ -34,19 +34,20 @@ from pathlib import Path
 
 import torch
 
-from fuser import kernel_lib, probes
-from fuser.dtypes import SUPPORTED_DTYPES
+from fuser import kernel_lib
 from fuser.interpreter import bf16 as interpreter_bf16
 from fuser.interpreter import libdevice as interpreter_libdevice
 from fuser.interpreter import reduce as interpreter_reduce
-from fuser.ops import (
+from fuser.lower.dtypes import SUPPORTED_DTYPES
+from fuser.lower.ops import (
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
     VIEW_BY_OVERLOAD,
     PointwiseOp,
 )
-from fuser.reductions import REDUCTION_BY_OVERLOAD
+from fuser.lower.reductions import REDUCTION_BY_OVERLOAD
+from fuser.validate import probes
 
 # The conformance suite's dtype names, in its order.
 DTYPE_NAMES = {
@@ -63,6 +64,8 @@ DTYPE_NAMES = {
 }
 assert set(DTYPE_NAMES) == set(SUPPORTED_DTYPES)
 DTYPES_BY_NAME = {name: dtype for dtype, name in DTYPE_NAMES.items()}
+
+PACKAGE = Path(__file__).resolve().parents[1]  # fuser/
 
 
 def op_name(overload: torch._ops.OpOverload) -> str:
@@ -184,9 +187,9 @@ class _SortedSet:
 
 def describe(name: str, arch: str) -> str:
     """What a fingerprint hashes: the op's table entry, the kernels its probes emit on `arch`
-    (`fuser.probes`), and the helpers and interpreter stand-ins those kernels call."""
+    (`fuser.validate.probes`), and the helpers and interpreter stand-ins those kernels call."""
     if name not in lowerings():
-        raise ValueError(f"fuser: {name!r} is not a lowered op (see fuser/ops.py)")
+        raise ValueError(f"fuser: {name!r} is not a lowered op (see fuser/lower/ops.py)")
     overload = _overload(name)
     dtypes = tuple(DTYPES_BY_NAME[d] for d in lowerings()[name].dtypes)
     kernels = "\n".join(probes.emitted(name, overload, dtypes, "cpu" if arch == "cpu" else "cuda"))
@@ -197,18 +200,18 @@ def describe(name: str, arch: str) -> str:
 
 def _backward_decompositions(overload) -> list[str]:
     """The normalized source of the fuser's own decompositions of the op's backward ops (`logit_backward`,
-    `sigmoid_backward`: fuser.backend): the op's gradient kernels are built from them, and its probes
+    `sigmoid_backward`: fuser.capture.backend): the op's gradient kernels are built from them, and its probes
     emit only forward kernels. torch's stock decompositions are not included (a torch upgrade changes
     the source key, not an op's fingerprint). Empty for most ops, whose fingerprints this leaves as
     they were."""
-    from fuser.autograd_pairs import backward_ops
-    from fuser.backend import decomposition_table
+    from fuser.capture.autograd_pairs import backward_ops
+    from fuser.capture.backend import decomposition_table
 
     table = decomposition_table()
     found = []
     for backward in backward_ops().get(overload, ()):
         decomposition = table.get(backward)
-        if getattr(decomposition, "__module__", None) == "fuser.backend":
+        if getattr(decomposition, "__module__", None) == "fuser.capture.backend":
             source = probes.normalized(textwrap.dedent(inspect.getsource(decomposition)))
             found.append(f"{backward}: {source}")
     return found
@@ -218,7 +221,7 @@ def _backward_decompositions(overload) -> list[str]:
 def fuser_source_hash() -> str:
     """A hash of the fuser's own source files (subpackages too: an edit in fuser/interpreter/ counts)."""
     digest = hashlib.sha256()
-    root = Path(__file__).parent
+    root = PACKAGE
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
@@ -260,7 +263,7 @@ def fingerprint(name: str, arch: str) -> str:
     return value
 
 
-SHIPPED = Path(__file__).parent / "manifest" / "fingerprints.json"
+SHIPPED = PACKAGE / "manifest" / "fingerprints.json"
 
 
 @cache
@@ -281,7 +284,7 @@ def gate_fingerprint(name: str, arch: str) -> str:
 
 
 def shipped_table(fresh: bool = False) -> dict:
-    """The table `python -m fuser.write_fingerprints` writes: every lowered op's fingerprint on each arch
+    """The table `python -m fuser.validate.write_fingerprints` writes: every lowered op's fingerprint on each arch
     with a manifest beside the table (`fresh`: computed now, not read from the disk cache, which a test
     that patched code generation could have filled)."""
     get = compute_fingerprint if fresh else fingerprint

@@ -6,7 +6,7 @@ them to a backward op that stays an op (its ATen kernel), that kernel trusts the
 forward's kernel would have returned. A decomposition written for another purpose breaks the trust:
 `_scaled_dot_product_flash_attention_for_cpu`'s decomposition (meant for export) returns a second
 output that is not the logsumexp its backward op reads, and every gradient upstream of attention came
-out wrong. So a pair is decomposed together or not at all (`fuser.backend.decomposition_table`).
+out wrong. So a pair is decomposed together or not at all (`fuser.capture.backend.decomposition_table`).
 
 The pairs are read from the autograd formulas torch ships (`torchgen/packaged/autograd/derivatives.yaml`),
 so a pair a torch upgrade adds is found without anyone listing it.

@@ -20,10 +20,10 @@ from typing import Any
 import torch
 from torch import fx
 
-from fuser.dtypes import arithmetic_dtype
-from fuser.nodes import bind_arguments, meta
-from fuser.ops import NAN_ALL
-from fuser.shapes import same_shape
+from fuser.lower.dtypes import arithmetic_dtype
+from fuser.lower.nodes import bind_arguments, meta
+from fuser.lower.ops import NAN_ALL
+from fuser.lower.shapes import same_shape
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Horizontal fusion: independent pointwise kernels of one shape of computation become one launch.
 
-An optimizer step decomposes (`fuser.foreach`) into the same chain of pointwise ops for every parameter.
+An optimizer step decomposes (`fuser.capture.foreach`) into the same chain of pointwise ops for every parameter.
 Vertical fusion makes that one kernel per parameter (parameters differ in size), plus one kernel that
 holds every parameter's step-count update (they all have shape ()). Those kernels generate the *same*
 Triton source: sizes and strides are arguments and the source depends only on the op sequence, the
@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 from torch import fx
 
-from fuser import ir
-from fuser.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
-from fuser.dtypes import triton_name
-from fuser.generation import Generated
-from fuser.nodes import meta
-from fuser.partition import Kernel, Plan
+from fuser.emit import ir
+from fuser.emit.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
+from fuser.emit.generation import Generated
+from fuser.lower.dtypes import triton_name
+from fuser.lower.nodes import meta
+from fuser.plan.partition import Kernel, Plan
 
 # The table columns after a part's parameters: the first program of the part.
 EXTRA_COLUMNS = ("first_program",)
@@ -249,5 +249,7 @@ def _schedule(steps: list) -> list:
                 waiting.remove(position)
                 break
         else:
-            raise RuntimeError("fuser: horizontal fusion made a cycle; this is a bug in fuser.horizontal")
+            raise RuntimeError(
+                "fuser: horizontal fusion made a cycle; this is a bug in fuser.plan.horizontal"
+            )
     return order

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import torch
 
-from fuser import ir
-from fuser.shapes import same, same_shape
+from fuser.emit import ir
+from fuser.lower.shapes import same, same_shape
 
 Index = tuple[str, ...]
 
@@ -100,14 +100,14 @@ def _squeeze(index: Index, in_shape: Sequence[int], dims: Sequence[int] | None) 
 
 # The view kinds whose mapping only drops, adds or broadcasts size-1 dims: each entry of the source's index
 # is an entry of the view's index, in the same order, or "0", and no index expression is made. They never
-# move a row of a row kernel (`fuser.row_reads`); every other kind may (tests/fuser/test_views.py).
+# move a row of a row kernel (`fuser.plan.row_reads`); every other kind may (tests/fuser/test_views.py).
 KEEPS_ENTRIES = frozenset({"expand", "unsqueeze", "squeeze", "alias", "broadcast_in_dim"})
 
 
 def source_index(
     kind: str, args: dict[str, Any], index: Index, in_shape, out_shape, sink: IndexSink, name: str
 ) -> Index:
-    """The input index a view of kind `kind` (a `fuser.ops.ViewOp` name) reads for output `index`."""
+    """The input index a view of kind `kind` (a `fuser.lower.ops.ViewOp` name) reads for output `index`."""
     if kind == "view":
         return _reshape(index, in_shape, out_shape, sink, name)
     if kind == "permute":
@@ -156,7 +156,7 @@ Piece = tuple[ir.Expr | None, int, Index]  # (condition, which source, the index
 def scatter_pieces(
     kind: str, args: dict[str, Any], index: Index, out_shape, source_shapes, sink: IndexSink, name: str
 ) -> list[Piece]:
-    """For output `index` of a scatter of kind `kind` (a `fuser.ops.ScatterOp` name) over its tensor
+    """For output `index` of a scatter of kind `kind` (a `fuser.lower.ops.ScatterOp` name) over its tensor
     inputs (`source_shapes`, in argument order): where each element comes from, as pieces tried in order,
     the last with no condition (none at all for an empty result). Every index read is clamped into its source, so each read stays in bounds
     at every element, also where its piece's value is not the one kept."""
@@ -203,7 +203,7 @@ def scatter_pieces(
     raise NotImplementedError(f"scatter kind {kind!r} has no index mapping")
 
 
-# An indexed op (`fuser.ops.IndexedOp`, of rank 1 or more) maps an index through the values of its `index`
+# An indexed op (`fuser.lower.ops.IndexedOp`, of rank 1 or more) maps an index through the values of its `index`
 # tensor, which the kernel loads; these give the index arithmetic around those values.
 
 # A scatter of a value compares each output element with at most this many positions along its dim.

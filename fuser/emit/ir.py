@@ -1,6 +1,6 @@
 """A kernel body as typed statements whose reads are known (issue 28).
 
-The builders (`fuser.codegen`, `fuser.row_codegen`) make every expression from its operands, so each
+The builders (`fuser.emit.codegen`, `fuser.emit.row_codegen`) make every expression from its operands, so each
 `Expr` carries the names it reads: a value's level, which index lines are live, and what a column loop
 may hoist are read from these records, never recovered from the text. `lines` prints the statements as
 the kernel's source.
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from fuser.dtypes import triton_name, value_dtype
+from fuser.lower.dtypes import triton_name, value_dtype
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Store(Expr):
 class Cast(Expr):
     """`operand`, held as `source`, converted to `target` in one step: bfloat16 through its bits
     (`lib.widen_bf16`, `lib.narrow_bf16`, to and from float32), bool as `!= 0`, else `.to`. An `opaque`
-    widening of a half value to float32 is `lib.widen_opaque` (`fuser.narrowing` says where and why)."""
+    widening of a half value to float32 is `lib.widen_opaque` (`fuser.emit.narrowing` says where and why)."""
 
     operand: Expr
     source: torch.dtype

@@ -9,7 +9,7 @@ Each entry is one aten op (one or more overloads that share semantics) and says
 
 Adding a pointwise op is one `_op(...)` line here. Operands arrive as names of temporaries already
 cast as their typing rule says, so a renderer never promotes. Views are in `VIEW_OPS`, and they move
-indices rather than values (see `fuser.views`); scatters (`SCATTER_OPS`) choose, per element, between
+indices rather than values (see `fuser.lower.views`); scatters (`SCATTER_OPS`) choose, per element, between
 two inputs read at different indices; indexed ops (`INDEXED_OPS`: gather, scatter of a value) read or write
 at positions a tensor of the kernel holds.
 """
@@ -23,7 +23,7 @@ from enum import Enum
 import numpy as np
 import torch
 
-from fuser.dtypes import HALF_DTYPES, arithmetic_dtype, is_integral, triton_name
+from fuser.lower.dtypes import HALF_DTYPES, arithmetic_dtype, is_integral, triton_name
 
 
 class Typing(Enum):
@@ -95,7 +95,7 @@ class ViewOp:
 class ScatterOp:
     """An op each of whose elements is read from one of its inputs, chosen by position: `self` with a
     region replaced by `src` (the gradient of a slice), or inputs laid end to end (cat). It fuses like a
-    pointwise op; `fuser.views.scatter_pieces` says which input each element comes from, and where."""
+    pointwise op; `fuser.lower.views.scatter_pieces` says which input each element comes from, and where."""
 
     name: str
     overloads: tuple[str, ...]
@@ -722,7 +722,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         _op(name, "default", ((value, Typing.OWN),), _converted, wants_out_dtype=True)
         for name, value in (("full_like", "fill_value"), ("full", "fill_value"), ("scalar_tensor", "s"))
     ),
-    # --- copies and casts: the value keeps its own dtype; fuser.codegen casts it to the output dtype ---
+    # --- copies and casts: the value keeps its own dtype; fuser.emit.codegen casts it to the output dtype ---
     _op("clone", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),
     _op("_to_copy", "default", (("self", Typing.OWN),), _cast, result=Result.OPERAND, wants_out_dtype=True),
     _op("lift_fresh_copy", "default", (("self", Typing.OWN),), lambda x: x, result=Result.OPERAND),

@@ -13,12 +13,12 @@ from collections.abc import Callable
 import torch
 from torch import fx
 
-from fuser import validation
-from fuser.codegen import KernelSource, PointwiseBuilder, kernel_name, package
+from fuser.emit.codegen import KernelSource, PointwiseBuilder, kernel_name, package
+from fuser.emit.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs
+from fuser.lower.shapes import free_symbols
 from fuser.options import Options
-from fuser.partition import Kernel, Plan, partition
-from fuser.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs
-from fuser.shapes import free_symbols
+from fuser.plan.partition import Kernel, Plan, partition
+from fuser.validate import validation
 
 
 def generate(kernel: Kernel) -> list[KernelSource]:

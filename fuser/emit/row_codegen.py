@@ -19,15 +19,17 @@ from contextlib import contextmanager
 import torch
 from torch import fx
 
-from fuser import ir, miscompiles, row_reads
-from fuser.codegen import Arg, Builder, function, unflatten
-from fuser.dtypes import arithmetic_dtype, triton_name, value_dtype
-from fuser.nodes import bind_arguments, meta
-from fuser.ops import POINTWISE_BY_OVERLOAD
-from fuser.partition import Kernel
-from fuser.reductions import KINDS, is_reduction, kind_of, reduction_input, space_of
-from fuser.shapes import same, same_shape
-from fuser.views import Index
+from fuser.emit import ir
+from fuser.emit.codegen import Arg, Builder, function, unflatten
+from fuser.lower.dtypes import arithmetic_dtype, triton_name, value_dtype
+from fuser.lower.nodes import bind_arguments, meta
+from fuser.lower.ops import POINTWISE_BY_OVERLOAD
+from fuser.lower.reductions import KINDS, is_reduction, kind_of, reduction_input, space_of
+from fuser.lower.shapes import same, same_shape
+from fuser.lower.views import Index
+from fuser.plan import row_reads
+from fuser.plan.partition import Kernel
+from fuser.testing import miscompiles
 
 # The flat column number of every lane, for argmax/argmin.
 COL_INDEX = ir.Assign("col_index", ir.over("tl.broadcast_to(cols, [XBLOCK, RBLOCK]).to(tl.int64)", "cols"), 2)
@@ -99,7 +101,7 @@ def splittable(kernel: Kernel) -> bool:
 class ReadAtAnotherRow(NotImplementedError):
     """A kernel reads a reduction it computes at another row than the one it is reducing (a view such
     as a slice or a flip of the reduced values). The partitioner stores such a reduction by its own kernel
-    (`fuser.row_reads`), so this is a disagreement between the two: a bug."""
+    (`fuser.plan.row_reads`), so this is a disagreement between the two: a bug."""
 
     def __init__(self, node: fx.Node, index: Index):
         super().__init__(f"{node.name} is read at {index}, not at its own row")
@@ -125,7 +127,7 @@ class RowBuilder(Builder):
         self.reduced: dict[tuple[str, fx.Node, torch.dtype], ir.Expr] = {}
         self.levels.update({"rows": 1, "row_mask": 1, "cols": 2, "col_index": 2, "mask": 2})
         self.levels.update({f"r{d}": 1 for d in self.space.kept})
-        self.levels.update({f"n{d}": 1 for d in self.space.kept})  # the next row (fuser.miscompiles)
+        self.levels.update({f"n{d}": 1 for d in self.space.kept})  # the next row (fuser.testing.miscompiles)
         self.epilogue = False  # True while storing full-shape values
         self.levels.update({f"c{d}": 2 for d in self.space.reduced})
 
@@ -395,7 +397,7 @@ class RowBuilder(Builder):
                 continue
             self.store(position, member, self.row_index(shape))
         if full:
-            self.epilogue = True  # read by a testing-only hook (fuser.miscompiles)
+            self.epilogue = True  # read by a testing-only hook (fuser.testing.miscompiles)
             with self.columns():
                 for position, member in full:
                     self.store(position, member, self.full_index())
@@ -430,7 +432,7 @@ class RowBuilder(Builder):
         Triton stores through a block of addresses at least as large as the value and its mask. An
         index naming no row or column (a 0-d or all-size-1 space) gives one scalar address: zero terms
         widen it to a block, and the mask leaves only the first lane to store."""
-        self.storing = member  # read by a testing-only hook (fuser.miscompiles)
+        self.storing = member  # read by a testing-only hook (fuser.testing.miscompiles)
         value, held = self.value(member, index)
         address = self.output_address(position, member, index)
         level = max(1, self.level(value), self.level(address))

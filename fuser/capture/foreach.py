@@ -8,7 +8,7 @@ of the same name whose schema is the foreach schema with every list replaced by 
 written by hand. An overload with no such partner (`_foreach_norm`, `_foreach_addcmul.Tensor`, whose
 `scalars` tensor holds one value per list position) stays a foreach call and runs eagerly.
 
-The per-tensor chains then fuse vertically (one kernel per tensor) and `fuser.horizontal` batches those
+The per-tensor chains then fuse vertically (one kernel per tensor) and `fuser.plan.horizontal` batches those
 kernels across tensors.
 """
 

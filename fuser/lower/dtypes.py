@@ -23,7 +23,7 @@ HALF_DTYPES = frozenset({torch.float16, torch.bfloat16})
 
 def value_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype a kernel holds a value of `dtype` in: half types widen to fp32 (rounded
-    to their dtype where each op makes them: `fuser.codegen.Builder.made`)."""
+    to their dtype where each op makes them: `fuser.emit.codegen.Builder.made`)."""
     return torch.float32 if dtype in HALF_DTYPES else dtype
 
 

@@ -2,7 +2,7 @@
 
 A validation manifest entry must go stale whenever what its op's kernels compute could have changed:
 the op's own lowering, and the shared code generation around it (loads, stores, masks, indexing, casts,
-the row kernels' loops and split stages). So a fingerprint (`fuser.lowerings.fingerprint`) hashes the
+the row kernels' loops and split stages). So a fingerprint (`fuser.lower.lowerings.fingerprint`) hashes the
 kernels themselves, generated here from small FX graphs built directly (no Dynamo, no tracing) and run
 through the real partition and code generation:
 
@@ -30,9 +30,8 @@ import torch
 from torch import fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from fuser import miscompiles
-from fuser.codegen import KernelSource
-from fuser.ops import (
+from fuser.emit.codegen import KernelSource
+from fuser.lower.ops import (
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
@@ -40,7 +39,8 @@ from fuser.ops import (
     PointwiseOp,
     Typing,
 )
-from fuser.reductions import REDUCTION_BY_OVERLOAD, ReductionOp
+from fuser.lower.reductions import REDUCTION_BY_OVERLOAD, ReductionOp
+from fuser.testing import miscompiles
 
 ROWS, COLS = 5, 7  # odd sizes: neither is a power of two, so masks and loops are in every probe
 
@@ -391,7 +391,7 @@ def _describe(kernel: KernelSource) -> str:
 def plans(name: str, overload, dtypes: tuple[torch.dtype, ...], device: str) -> list[tuple[str, object]]:
     """(label, (plan, generated)) for every probe of the op, or (label, the exception) where the lowering
     refuses the probe. Generated without any planted miscompile."""
-    from fuser.generation import plan_and_generate  # it imports the tables this module patches
+    from fuser.emit.generation import plan_and_generate  # it imports the tables this module patches
     from fuser.options import Options
 
     made = []

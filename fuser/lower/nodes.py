@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from torch import fx
 
-from fuser.dtypes import arithmetic_dtype, value_dtype
-from fuser.ops import PointwiseOp, Typing
+from fuser.lower.dtypes import arithmetic_dtype, value_dtype
+from fuser.lower.ops import PointwiseOp, Typing
 
 
 def meta(node: fx.Node) -> Any:

@@ -5,8 +5,8 @@ A row kernel computes a reduction once per row and holds it in registers, so it 
 row it is reducing. A view between the reduction and a reader can move the row: a slice's start or a
 flip is an index expression, not the row itself (the slice's start is a kernel argument, so even a start
 of 0 is not known to keep the row). This walks the kernel's values as the row builder
-(`fuser.row_codegen.RowBuilder`) asks for them, from its stores and reductions down to its inputs,
-mapping indices with the same functions (`fuser.views`), but emits nothing: an index expression a view
+(`fuser.emit.row_codegen.RowBuilder`) asks for them, from its stores and reductions down to its inputs,
+mapping indices with the same functions (`fuser.lower.views`), but emits nothing: an index expression a view
 would make becomes a name no row index equals.
 """
 
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from torch import fx
 from torch.utils._pytree import tree_leaves
 
-from fuser import ir, miscompiles
-from fuser.nodes import bind_arguments, meta, tensor_meta
-from fuser.ops import INDEXED_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
-from fuser.reductions import Space, is_reduction, kind_of, reduction_input, space_of
-from fuser.shapes import same, same_shape
-from fuser.views import (
+from fuser.emit import ir
+from fuser.lower.nodes import bind_arguments, meta, tensor_meta
+from fuser.lower.ops import INDEXED_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
+from fuser.lower.reductions import Space, is_reduction, kind_of, reduction_input, space_of
+from fuser.lower.shapes import same, same_shape
+from fuser.lower.views import (
     KEEPS_ENTRIES,
     Index,
     at_position,
@@ -31,9 +31,10 @@ from fuser.views import (
     scatter_positions,
     source_index,
 )
+from fuser.testing import miscompiles
 
 if TYPE_CHECKING:
-    from fuser.partition import Kernel
+    from fuser.plan.partition import Kernel
 
 
 def full_index(space: Space) -> Index:

@@ -14,7 +14,7 @@ stores `new_value` store it into the input instead, where that is provably the s
   is in the writing kernel itself, reading the input directly at the element it writes (codegen loads
   every value before it stores any). A horizontal kernel's other parts count as later readers: its
   programs run in any order.
-- and the kernel's code agrees: each load of the input, read from its statements (`fuser.ir.accesses`),
+- and the kernel's code agrees: each load of the input, read from its statements (`fuser.emit.ir.accesses`),
   is at the element the store of the new value writes. The graph rule above decides; this checks that
   code generation did what the rule assumes, so a disagreement keeps the copy eager.
 
@@ -27,14 +27,14 @@ from __future__ import annotations
 import torch
 from torch import fx
 
-from fuser import ir
-from fuser.codegen import KernelSource, output_strides
-from fuser.generation import Generated
-from fuser.horizontal import Horizontal
-from fuser.nodes import meta
-from fuser.ops import VIEW_BY_OVERLOAD
-from fuser.partition import Kernel, Plan
-from fuser.shapes import same_shape
+from fuser.emit import ir
+from fuser.emit.codegen import KernelSource, output_strides
+from fuser.emit.generation import Generated
+from fuser.lower.nodes import meta
+from fuser.lower.ops import VIEW_BY_OVERLOAD
+from fuser.lower.shapes import same_shape
+from fuser.plan.horizontal import Horizontal
+from fuser.plan.partition import Kernel, Plan
 
 aten = torch.ops.aten
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import torch
 
-from fuser.dtypes import HALF_DTYPES
-from fuser.nodes import meta
+from fuser.lower.dtypes import HALF_DTYPES
+from fuser.lower.nodes import meta
 
 
 def hides_widening(kernel) -> bool:
-    """Whether `kernel` (a `fuser.partition.Kernel`) must widen its half values opaquely."""
+    """Whether `kernel` (a `fuser.plan.partition.Kernel`) must widen its half values opaquely."""
     if kernel.device.type != "cuda":
         return False
     halves = {

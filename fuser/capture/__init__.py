@@ -1,0 +1,1 @@
+"""Capture: the backend Dynamo calls, AOTAutograd's decompositions and what they must keep whole."""

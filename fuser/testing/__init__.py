@@ -1,0 +1,1 @@
+"""Testing only: planted miscompiles the quality tests show the suites catch."""
