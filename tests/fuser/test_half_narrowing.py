@@ -56,6 +56,12 @@ def float16_times_bfloat16(g):
     return (g.call(aten._to_copy.default, g.call(aten.mul.Tensor, x, y), dtype=torch.float16),)
 
 
+def float16_product_as_bfloat16(g):
+    """One half type in, the other out: the kernel holds both."""
+    x, y = g.input((37, 7), torch.float16), g.input((37, 7), torch.float16)
+    return (g.call(aten._to_copy.default, g.call(aten.mul.Tensor, x, y), dtype=torch.bfloat16),)
+
+
 def float16_times_bfloat16_summed(g):
     """The same product reduced over rows: a row kernel."""
     x, y = g.input((37, 7), torch.float16), g.input((37, 7), torch.bfloat16)
@@ -68,7 +74,9 @@ def float16_only(g):
 
 
 @pytest.mark.parametrize(
-    "build", [float16_times_bfloat16, float16_times_bfloat16_summed], ids=["pointwise", "rows"]
+    "build",
+    [float16_times_bfloat16, float16_product_as_bfloat16, float16_times_bfloat16_summed],
+    ids=["pointwise", "stored as the other type", "rows"],
 )
 def test_kernels_llvm_would_narrow_wrongly_stay_float32_on_cuda(build):
     kernels = cuda_kernels(build)
