@@ -42,9 +42,8 @@ def _elementwise(fn: Callable) -> Callable:
             return _wrap(fn(*(_data(a) for a in args)), _widest(*args))
 
     apply.__name__ = getattr(fn, "__name__", "libdevice_fn")
-    apply.stands_in_with = (
-        fn  # what it computes with: a validation fingerprint names it (fuser.lower.lowerings)
-    )
+    # What it computes with: a validation fingerprint names it (fuser.lower.lowerings).
+    apply.stands_in_with = fn
     return apply
 
 

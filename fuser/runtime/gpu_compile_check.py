@@ -26,7 +26,7 @@ from fuser import metrics
 
 CHECK_ENV = "FUSER_CHECK_CUDA_COMPILE"
 
-_compiled: set[tuple] = set()
+_compiled: dict[tuple, Any] = {}  # each specialization's compiled kernel
 
 
 def target_capability() -> int | None:
@@ -74,21 +74,22 @@ def _run_keywords(jit_fn: Any) -> dict[str, Any]:
     return keywords
 
 
-def compile_for_cuda(jit_fn: Any, args: list, options: dict[str, Any], capability: int) -> None:
-    """Compile `jit_fn` for CUDA `capability` as a launch with these arguments and options would.
-    Raises RuntimeError naming the kernel and the architecture when Triton or ptxas rejects it."""
+def compile_for_cuda(jit_fn: Any, args: list, options: dict[str, Any], capability: int) -> Any:
+    """Compile `jit_fn` for CUDA `capability` as a launch with these arguments and options would, and
+    return Triton's compiled kernel (its `asm` holds the PTX). Raises RuntimeError naming the kernel and
+    the architecture when Triton or ptxas rejects it."""
     from triton.compiler import ASTSource
 
     target, backend, binder = _binder(jit_fn, capability)
     bound, specialization, run_options = binder(*args, **options, **_run_keywords(jit_fn))
     key = (jit_fn.cache_key, capability, str(specialization), tuple(sorted(run_options.items())))
     if key in _compiled:
-        return
+        return _compiled[key]
     packed_options, signature, constexprs, attrs = jit_fn._pack_args(
         backend, dict(options), bound, specialization, run_options
     )
     try:
-        triton.compile(
+        compiled = triton.compile(
             ASTSource(jit_fn, signature, constexprs, attrs), target=target, options=packed_options.__dict__
         )
     except Exception as error:
@@ -97,5 +98,6 @@ def compile_for_cuda(jit_fn: Any, args: list, options: dict[str, Any], capabilit
             f"fuser: kernel {jit_fn.__name__} does not compile for CUDA sm_{capability} "
             f"(triton {triton.__version__}): {type(error).__name__}: {' / '.join(message[-6:])}"
         ) from error
-    _compiled.add(key)
+    _compiled[key] = compiled
     metrics.bump("cuda_compile_checks")
+    return compiled

@@ -38,13 +38,13 @@ from pathlib import Path
 import torch
 from torch import fx
 
-from fuser.lower.lowerings import DTYPE_NAMES, gate_fingerprint, lowerings, op_name
+from fuser.lower.lowerings import DTYPE_NAMES, PACKAGE, gate_fingerprint, lowerings, op_name
 from fuser.lower.nodes import meta, tensor_meta
 
 log = logging.getLogger("fuser")
 
 # FUSER_MANIFEST_DIR points the gate at other manifests (a scratch validation, a test's empty folder).
-MANIFEST_DIR = Path(os.environ.get("FUSER_MANIFEST_DIR") or Path(__file__).resolve().parents[1] / "manifest")
+MANIFEST_DIR = Path(os.environ.get("FUSER_MANIFEST_DIR") or PACKAGE / "manifest")
 ARCH_PATTERN = re.compile(r"^(cpu|sm_\d{2,3}a?)$")
 FIELDS = ("op", "arch", "dtypes", "torch", "triton", "date", "cases", "commit", "fingerprint")
 OPTIONAL_FIELDS = ("device", "fuzz")  # device: the GPU's name (CUDA); fuzz: fuzz-stage programs passed

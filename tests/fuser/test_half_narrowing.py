@@ -12,17 +12,14 @@ import re
 
 import pytest
 import torch
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 from fuser.emit.generation import plan_and_generate
 from fuser.options import Options
+from fuser.runtime import gpu_compile_check
 from fuser.runtime.kernel_cache import kernel_file, load_file
 from fuser.validate.probes import _Graph
 
 aten = torch.ops.aten
-SIGNATURE_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 HALF_PTX = re.compile(r"\b(?:mul|add|sub|fma|setp)\.[\w.]*f16\b")
 
 
@@ -34,21 +31,19 @@ def cuda_kernels(build, device="cuda"):
 
 
 def ptx(kernel) -> str:
-    """`kernel` compiled for sm_90 (the signature from its parameters' dtypes), as PTX."""
+    """`kernel` compiled for sm_90 through Triton's binder, as a launch would (`fuser.runtime.gpu_compile_check`),
+    with small CPU tensors of each parameter's dtype standing in; its PTX."""
     jit_fn = load_file(kernel_file(kernel), kernel.name)
-    signature, constexprs = {}, {}
-    for name, arg in kernel.params:
+    args = []
+    for _, arg in kernel.params:
         if arg.kind in ("tensor", "output"):
-            signature[name] = "*" + SIGNATURE_TYPES[arg.node.meta["val"].dtype]
+            args.append(torch.empty(64, dtype=arg.node.meta["val"].dtype))
         elif arg.kind == "partials":
-            signature[name] = "*" + SIGNATURE_TYPES[arg.dtype]
+            args.append(torch.empty(64, dtype=arg.dtype))
         else:
-            signature[name] = "i32"
-    for param in jit_fn.params:
-        if param.is_constexpr:
-            signature[param.name], constexprs[param.name] = "constexpr", 16
-    compiled = triton.compile(ASTSource(jit_fn, signature, constexprs), target=GPUTarget("cuda", 90, 32))
-    return compiled.asm["ptx"]
+            args.append(7)
+    blocks = {p.name: 16 for p in jit_fn.params if p.is_constexpr}
+    return gpu_compile_check.compile_for_cuda(jit_fn, args, blocks, 90).asm["ptx"]
 
 
 def float16_times_bfloat16(g):
