@@ -39,9 +39,14 @@ class CompiledGraph:
         ]
         (output,) = [n for n in graph.nodes if n.op == "output"]
         self.output_spec = output.args[0]
+        # The usual graph returns a flat sequence of nodes: its outputs are read slot by slot.
+        flat = isinstance(self.output_spec, (list, tuple))
+        flat = flat and all(isinstance(value, fx.Node) for value in self.output_spec)
+        self.output_slots = [slots[node] for node in self.output_spec] if flat else None
+        self.static = not binder.sources  # no size symbols: every call's binding key is ()
 
     def __call__(self, args: list) -> Any:
-        key = self.binder.key(args)
+        key = () if self.static else self.binder.key(args)
         if self.leading:  # the usual graph: the inputs hold the first slots (an optimizer's: a thousand)
             env = list(args)
             env.extend([None] * (len(self.slots) - len(env)))
@@ -56,6 +61,8 @@ class CompiledGraph:
             step(env, key)
             for slot in frees:
                 env[slot] = None
+        if self.output_slots is not None:
+            return [env[slot] for slot in self.output_slots]
         return list(materialize(self.output_spec, env, self.slots))
 
     def device_tables(self) -> list[torch.Tensor]:

@@ -196,6 +196,8 @@ class KernelStep(LaunchStep):
         outputs = self.outputs(launch, env)
         if launch.empty:
             return None
+        if not launch.partials:
+            return outputs, ()
         device = self.kernel.device
         return outputs, [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in launch.partials]
 
@@ -212,13 +214,9 @@ class KernelStep(LaunchStep):
 
     def outputs(self, launch: Launch, env: list) -> list[torch.Tensor]:
         """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
-        outputs = []
-        for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
-            out = (
-                torch.empty_strided(shape, strides, dtype=dtype, device=self.kernel.device)
-                if into is None
-                else env[into]
-            )
+        outputs, device = [], self.kernel.device
+        for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots):
+            out = torch.empty_strided(shape, strides, dtype=dtype, device=device) if into is None else env[into]
             env[slot] = out
             outputs.append(out)
         return outputs

@@ -41,7 +41,8 @@ class LaunchStep:
 
     A subclass provides `name` (the kernel's), `strict`, `flat_inputs` (the env slots the kernel reads at
     the flat offset), `fallback(env, key)` (its nodes, run eagerly) and three steps of a call:
-    `launch(key)`, the sizes made concrete for this binding of the symbols (with `made_eagerly`);
+    `launch(key)`, the sizes made concrete for this binding of the symbols (with `made_eagerly`), which
+    it caches in `launches` by key;
     `prepare(launch, env)`, which sets the outputs in env and returns what `run` needs, or None when
     there is nothing to compute; and `run(launch, env, key, prepared)`, which launches.
     """
@@ -52,7 +53,7 @@ class LaunchStep:
         if self.failed:
             self.fallback(env, key)
             return
-        launch = self.launch(key)
+        launch = self.launches.get(key) or self.launch(key)
         if launch.made_eagerly and not sized_as_planned(launch.made_eagerly, env, self.name):
             self.fallback(env, key)
             return

@@ -73,3 +73,53 @@ def test_direct_launch_reuses_a_compile_only_for_the_same_specialization():
     assert jit.calls[0] == ("run", (7,), (aligned, 32), {"BLOCK": 128, "num_warps": 4})
     # direct launches pass every parameter in order, constexprs last, on a three-dimensional grid
     assert jit.calls[1] == ("direct", (7, 1, 1), (also_aligned, 48, 128))
+
+
+class _Launcher:
+    """Stands in for Triton's CompiledKernel with its own launcher exposed (`run` and what it takes)."""
+
+    function, packed_metadata = 0xF00, ("warps", 4)
+
+    def __init__(self):
+        self.calls: list = []
+
+    def __getitem__(self, grid):
+        return lambda *args: self.calls.append(("runner", grid, args))
+
+    def run(self, *args):
+        self.calls.append(("run", args))
+
+    def launch_metadata(self, grid, stream, *args):
+        return ("metadata", grid, stream)
+
+
+def test_the_lean_runner_calls_the_kernels_launcher_with_the_current_stream(monkeypatch):
+    from triton import knobs
+
+    from fuser.runtime import direct_launch
+
+    monkeypatch.setattr(direct_launch, "current_stream", lambda: 77)
+    kernel = _Launcher()
+    launch = direct_launch.lean_runner(kernel, (5, 1, 1))
+    launch("x", 3)
+    # no launch hook registered: no metadata and no hooks, every argument after the grid and stream
+    assert kernel.calls == [("run", (5, 1, 1, 77, 0xF00, ("warps", 4), None, None, None, "x", 3))]
+    hook = [].append
+    knobs.runtime.launch_enter_hook.add(hook)  # a HookChain in Triton 3.6 to 3.9
+    try:
+        launch("y", 4)
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    # a profiler's hook registered: it gets the launch's metadata, as through Triton's runner
+    _, args = kernel.calls[-1]
+    assert args[:7] == (5, 1, 1, 77, 0xF00, ("warps", 4), ("metadata", (5, 1, 1), 77))
+    assert args[7] is not None and args[-2:] == ("y", 4)
+
+
+def test_a_kernel_without_an_exposed_launcher_keeps_tritons_runner():
+    from fuser.runtime import direct_launch
+
+    calls: list = []
+    launch = direct_launch.lean_runner(_Compiled(calls), (2, 1, 1))
+    launch("z")
+    assert calls == [("direct", (2, 1, 1), ("z",))]
