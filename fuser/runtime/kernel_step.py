@@ -215,8 +215,10 @@ class KernelStep(LaunchStep):
     def outputs(self, launch: Launch, env: list) -> list[torch.Tensor]:
         """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
         outputs, device = [], self.kernel.device
-        for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots):
-            out = torch.empty_strided(shape, strides, dtype=dtype, device=device) if into is None else env[into]
+        for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
+            out = (
+                torch.empty_strided(shape, strides, dtype=dtype, device=device) if into is None else env[into]
+            )
             env[slot] = out
             outputs.append(out)
         return outputs
