@@ -94,17 +94,19 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(device
     monkeypatch.setattr(pool, "submit", lambda job: jobs.append(job) or submit(job))
     monkeypatch.setattr(compile_pool, "_pool", pool)
 
-    def program(a, b, c):  # four kernels: reductions over different dims, and a pointwise one
-        return a.sum(0), (a * 2).amax(1), torch.exp(b).sum(), torch.sigmoid(c) * 3
+    def program(a, b, c, d):  # four kernels: reductions over different dims, and a pointwise one
+        return a.sum(0), (d * 2).amax(1), torch.exp(b).sum(), torch.sigmoid(c) * 3
 
-    # (A pointwise op on b joined b's reduction in one kernel: three kernels, below the pool's minimum,
-    # so no job at all; the GPU run of session 15 caught that.)
-    a, b, c = (torch.randn(*shape, device="cuda") for shape in [(67, 129), (300,), (5, 7)])
+    # (A pointwise op on b joined b's reduction in one kernel, and since session 17 a's column sum joins a
+    # row reduction of a: each left three kernels, below the pool's minimum, so no job at all; the GPU runs
+    # of sessions 15 and 19 caught them. The rows and columns now reduce different inputs.)
+    shapes = [(67, 129), (300,), (5, 7), (33, 65)]
+    a, b, c, d = (torch.randn(*shape, device="cuda") for shape in shapes)
     try:
-        got = torch.compile(program, backend="fuser")(a, b, c)
+        got = torch.compile(program, backend="fuser")(a, b, c, d)
     finally:
         pool.close()
-    for value, expected in zip(got, program(a, b, c), strict=True):
+    for value, expected in zip(got, program(a, b, c, d), strict=True):
         torch.testing.assert_close(value, expected)
     assert len(jobs) >= compile_pool.MIN_NEW_KERNELS
     cubins = list((tmp_path / "triton").rglob("*.cubin"))

@@ -118,7 +118,12 @@ SAMPLES = [
         "fake_quantize_per_tensor_tensor_qparams",
         "aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default",
         lambda x: torch.fake_quantize_per_tensor_affine(
-            x, torch.tensor(0.1, device=x.device), torch.tensor(3, device=x.device), -128, 127
+            # CUDA's kernel takes an int32 zero point only ("expected scalar type Int but found Long")
+            x,
+            torch.tensor(0.1, device=x.device),
+            torch.tensor(3, dtype=torch.int32, device=x.device),
+            -128,
+            127,
         ),
         _randn(5, 9),
     ),
@@ -249,13 +254,17 @@ SAMPLES = [
     S(
         "lstm_cell",
         "aten._thnn_fused_lstm_cell.default",
-        lambda x, h, c, wi, wh: torch.lstm_cell(x, (h, c), wi, wh)[0],
+        # With biases: torch 2.11's fake lstm_cell on CUDA fails on None ones ("'NoneType' object has no
+        # attribute 'device'", in Dynamo before any backend; the GPU run of session 19).
+        lambda x, h, c, wi, wh, bi, bh: torch.lstm_cell(x, (h, c), wi, wh, bi, bh)[0],
         lambda d: [
             torch.randn(3, 4, dtype=d),
             torch.randn(3, 5, dtype=d),
             torch.randn(3, 5, dtype=d),
             torch.randn(20, 4, dtype=d),
             torch.randn(20, 5, dtype=d),
+            torch.randn(20, dtype=d),
+            torch.randn(20, dtype=d),
         ],
         devices=("cuda",),
     ),
