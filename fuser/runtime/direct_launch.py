@@ -60,10 +60,6 @@ def lean_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable:
     return launch
 
 
-def _pointer_class(tensor: Any) -> bool:
-    return tensor.data_ptr() % 16 == 0
-
-
 def _int_class(value: int) -> tuple[bool, bool, bool]:
     return value == 1, value % 16 == 0, value in _INT32
 
@@ -93,9 +89,9 @@ class DirectLauncher:
         self.compiled: dict[tuple, Callable] = {}
 
     def __call__(self, *args: Any) -> None:
-        key = (
-            tuple(_pointer_class(args[p]) for p in self.pointers),
-            tuple(_int_class(args[p]) for p in self.integers),
+        key = (  # list comprehensions: a generator in tuple() costs more per launch
+            tuple([args[p].data_ptr() % 16 == 0 for p in self.pointers]),
+            tuple([_int_class(args[p]) for p in self.integers]),
         )
         runner = self.compiled.get(key)
         if runner is None:
