@@ -16,8 +16,10 @@ CUDA tensors (`start_for`: they import torch and Triton while AOTAutograd traces
 process's life. FUSER_COMPILE_WORKERS sets how many; it is off (0) by default. On the lent H100 (session
 15) a launch found every kernel a worker compiled (tests/fuser/test_compile_pool.py on CUDA), but with the
 workers started at the first graph's kernels the pool did not shorten a first call (gpt2 38.9 s against
-33.0 s without it; records/first-call-h100-2026-11-28-s15.md); starting them with the backend is not yet
-measured. docs/design.md, "Compiling ahead".
+33.0 s without it; records/first-call-h100-2026-11-28-s15.md), nor on the H200 started with the backend
+(session 19): a first call then spent 9.5 s building Triton's C launchers (a `gcc` run per kernel
+signature) serially in this process at first launches, which the workers do not build
+(records/call-path-parts-h200-2026-11-28-s19.md). docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
