@@ -18,8 +18,9 @@ process's life. FUSER_COMPILE_WORKERS sets how many; it is off (0) by default. O
 workers started at the first graph's kernels the pool did not shorten a first call (gpt2 38.9 s against
 33.0 s without it; records/first-call-h100-2026-11-28-s15.md), nor on the H200 started with the backend
 (session 19): a first call then spent 9.5 s building Triton's C launchers (a `gcc` run per kernel
-signature) serially in this process at first launches, which the workers do not build
-(records/call-path-parts-h200-2026-11-28-s19.md). docs/design.md, "Compiling ahead".
+signature) serially in this process at first launches (records/call-path-parts-h200-2026-11-28-s19.md).
+So a worker now builds each job's launcher too (`build_launcher`), into the cache a launch reads; that is
+not yet measured on a GPU. docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -200,8 +201,25 @@ def _compile(compile_job: Job, made: dict) -> dict[str, Any]:
     started = time.perf_counter()
     jit_fn = kernel_cache.load_file(Path(compile_job["path"]), compile_job["name"])
     args = [_standin(value, made) if kind == "tensor" else value for kind, value in compile_job["args"]]
-    gpu_compile_check.compile_for_cuda(jit_fn, args, compile_job["options"], compile_job["capability"])
-    return {"seconds": time.perf_counter() - started}
+    compiled = gpu_compile_check.compile_for_cuda(
+        jit_fn, args, compile_job["options"], compile_job["capability"]
+    )
+    answer = {"seconds": time.perf_counter() - started}
+    try:
+        build_launcher(compiled)
+    except Exception as error:  # the launch builds it, as without the pool
+        answer["launcher"] = f"{type(error).__name__}: {str(error)[:500]}"
+    return answer
+
+
+def build_launcher(compiled: Any) -> None:
+    """Build the compiled kernel's C launcher into Triton's cache: a `gcc` run per kernel signature (0.35 s
+    on the H200 box), which a launch otherwise makes itself, one after another in the main process
+    (records/call-path-parts-h200-2026-11-28-s19.md). The launch's kernel, loaded from the cache, has the
+    same source and metadata, so its launcher's source hashes to the same cache entry."""
+    from triton.runtime import driver
+
+    driver.active.launcher_cls(compiled.src, compiled.metadata)
 
 
 def main() -> None:
