@@ -16,6 +16,7 @@ from fuser import metrics
 from fuser.emit.codegen import KernelSource
 from fuser.interpreter.shim import quietly
 from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache, launch_config
+from fuser.runtime.allocate import allocator
 from fuser.runtime.kernel_step import KernelStep, Launch
 from fuser.runtime.step import GraphCaptureError, LaunchStep
 
@@ -57,6 +58,7 @@ class HorizontalStep(LaunchStep):
         self.parts = parts
         self.strict = strict
         self.device = parts[0].kernel.device
+        self.allocate = allocator(self.device)
         self.interpreted = self.device.type == "cpu"
         # Env slots read at the flat offset, by any part: they must be contiguous.
         self.flat_inputs = [slot for part in parts for slot in part.flat_inputs]
@@ -114,8 +116,9 @@ class HorizontalStep(LaunchStep):
         # A step of 200 parameters reads a thousand addresses a call: the loops below run in C (map)
         # because Python-level loops over them cost more host time than the kernel takes on a GPU.
         deque(map(env.__setitem__, launch.alias_slots, map(env.__getitem__, launch.alias_intos)), maxlen=0)
+        allocate = self.allocate
         for slot, shape, strides, dtype in launch.fresh:
-            env[slot] = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+            env[slot] = allocate(shape, strides, dtype)
         return launch.programs
 
     def run(self, launch: HorizontalLaunch, env: list, key: tuple[int, ...], programs: torch.Tensor) -> None:

@@ -18,6 +18,7 @@ from fuser.lower.nodes import meta
 from fuser.lower.shapes import concrete
 from fuser.plan.partition import Kernel
 from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache
+from fuser.runtime.allocate import allocator
 from fuser.runtime.direct_launch import DirectLauncher
 from fuser.runtime.launch_config import Config, choose_config, launch_options
 from fuser.runtime.step import LaunchStep
@@ -83,6 +84,7 @@ class KernelStep(LaunchStep):
 
     def __post_init__(self):
         self.interpreted = self.kernel.device.type == "cpu"
+        self.allocate = allocator(self.kernel.device)
         # Per output: the env slot of the graph input it is written into in place (`fuser.plan.inplace`).
         self.into_slots = [self.slots[self.into[m]] if m in self.into else None for m in self.kernel.members]
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
@@ -214,11 +216,9 @@ class KernelStep(LaunchStep):
 
     def outputs(self, launch: Launch, env: list) -> list[torch.Tensor]:
         """The tensors the kernel stores into, set in env: fresh ones, or the graph inputs it writes."""
-        outputs, device = [], self.kernel.device
+        outputs, allocate = [], self.allocate
         for (shape, strides, dtype, slot), into in zip(launch.outputs, self.into_slots, strict=True):
-            out = (
-                torch.empty_strided(shape, strides, dtype=dtype, device=device) if into is None else env[into]
-            )
+            out = allocate(shape, strides, dtype) if into is None else env[into]
             env[slot] = out
             outputs.append(out)
         return outputs
