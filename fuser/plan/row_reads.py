@@ -77,16 +77,26 @@ _MOVERS = (
 
 
 def _moves_a_reduction(kernel: Kernel) -> bool:
-    """Whether a view that may move a row, or a scatter, reads one of the kernel's reductions, directly or
-    through other nodes of the kernel: only such a node can map an index to another row.
+    """Whether a view that may move a row, a scatter, or a broadcast from fewer dims reads one of the
+    kernel's reductions, directly or through other nodes of the kernel: only such a node can map an index
+    to another row. (Broadcasting aligns dims from the right, so `x.sum(-1) + x` reads row j's sum at
+    column j; a reduction that keeps its dims broadcasts along its own rows.)
     Most row kernels have none, and the compile step skips the walk (the perf gate counts it)."""
     after: set[fx.Node] = set()  # the kernel's nodes downstream of one of its reductions
     for node in kernel.computed:  # in graph order: a node's inputs come before it
         if is_reduction(node) or any(i in after for i in node.all_input_nodes):
-            if node.target in _MOVERS and not is_reduction(node):
+            if not is_reduction(node) and (node.target in _MOVERS or _broadcasts_up(node, after)):
                 return True
             after.add(node)
     return False
+
+
+def _broadcasts_up(node: fx.Node, after: set[fx.Node]) -> bool:
+    value = tensor_meta(node)
+    if value is None:  # a node of several results (its readers are getitems)
+        return False
+    ranks = [len(t.shape) for i in node.all_input_nodes if i in after and (t := tensor_meta(i)) is not None]
+    return any(rank < len(value.shape) for rank in ranks)
 
 
 def reads_at_other_rows(kernel: Kernel) -> set[fx.Node]:

@@ -193,6 +193,19 @@ def test_the_partitioner_and_the_row_builder_agree_on_every_view_of_a_reduction(
     assert report.fallbacks == [] and report.eager_calls == []
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (5, 5, 5)])
+def test_a_row_value_broadcast_along_the_reduced_dim_is_read_at_another_row(device, shape):
+    # x.sum(-1) has the kept dims' shape; added to x (whose last dims it matches) it lines up, right-aligned,
+    # with the reduced dim: element (i, j) reads row j's sum. The partitioner saw only views and scatters
+    # move rows, so the builder raised ReadAtAnotherRow (strict; by default the kernel ran eagerly with a
+    # warning). Found by the fuzzer (session 19: `FUSER_STRICT=1 FUSER_UNVALIDATED=fuse ... --seed 19282`).
+    x = (torch.rand(*shape, generator=torch.Generator().manual_seed(0)) + 0.5).to(device)
+    program = lambda t: t.sum(-1) + t  # noqa: E731
+    report = fuser.explain(program, x, fuser_options={"strict": True, "unvalidated": "fuse"})
+    torch.testing.assert_close(report.result, program(x))
+    assert report.fallbacks == [] and report.eager_calls == []
+
+
 def test_reductions_over_non_innermost_dims_read_in_place_without_a_transposed_copy(device):
     x = torch.randn(6, 7, 8, device=device)
     report = fused_matches_eager(lambda t: t.sum(1) + t.amax(1), x, atol=1e-5, rtol=1e-5)
