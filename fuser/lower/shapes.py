@@ -64,6 +64,8 @@ class SizeBinder:
 
     def key(self, args: Sequence[Any]) -> tuple[int, ...]:
         """The value of every symbol for this call, in `self.symbols` order."""
+        if not self.sources:  # a graph of static sizes, the usual one: no generator a call
+            return ()
         return tuple(int(args[p]) if d is None else args[p].size(d) for _, p, d in self.sources)
 
 

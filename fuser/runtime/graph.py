@@ -43,10 +43,9 @@ class CompiledGraph:
         flat = isinstance(self.output_spec, (list, tuple))
         flat = flat and all(isinstance(value, fx.Node) for value in self.output_spec)
         self.output_slots = [slots[node] for node in self.output_spec] if flat else None
-        self.static = not binder.sources  # no size symbols: every call's binding key is ()
 
     def __call__(self, args: list) -> Any:
-        key = () if self.static else self.binder.key(args)
+        key = self.binder.key(args)
         if self.leading:  # the usual graph: the inputs hold the first slots (an optimizer's: a thousand)
             env = list(args)
             env.extend([None] * (len(self.slots) - len(env)))

@@ -20,26 +20,18 @@ import argparse
 import cProfile
 import io
 import pstats
-import statistics
-import time
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # benchmarks/call_path.py
 
 
 def per_call_us(call, calls: int = 2000) -> float:
+    """µs per call as benchmarks/call_path.py times it (the median of five loops after a warm-up)."""
     import torch
+    from call_path import _per_call_us
 
-    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    for _ in range(100):
-        call()
-    sync()
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        sync()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    return _per_call_us(call, calls, torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None))
 
 
 def _cuda_parts(parts: dict[str, float], launcher, stage_args: list) -> None:
