@@ -12,6 +12,8 @@ times and reports the median of those. Variants:
   `dynamo` (the whole call less AOTAutograd's callable called without Dynamo), `aot` (that callable less
   the fuser's compiled graph called with a list), `fuser_runtime` (the compiled graph less its kernel
   launches) and `launch` (the launches);
+- `fuser-triton-launcher`: `fuser` with each kernel launched through Triton's own C launcher rather than
+  torch's static one (`FUSER_STATIC_LAUNCH=0`);
 - `fuser-graphs`: the fuser replaying CUDA graphs of any graph (`options={"cuda_graphs": True}`);
 - `replay`: a CUDA graph of eager's ops, replayed by hand (the floor a call path could reach; CUDA only).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import time
@@ -27,7 +30,8 @@ from pathlib import Path
 
 from fresh_process import measure
 
-VARIANTS = ("eager", "inductor", "inductor-ro", "fuser", "fuser-graphs", "replay")
+VARIANTS = ("eager", "inductor", "inductor-ro", "fuser", "fuser-triton-launcher", "fuser-graphs", "replay")
+ENVIRONMENTS = {"fuser-triton-launcher": {"FUSER_STATIC_LAUNCH": "0"}}
 
 
 def _per_call_us(call, calls: int, sync) -> float:
@@ -145,7 +149,8 @@ def main() -> None:
     for repeat in range(args.repeats):
         for variant in order.sample(args.variants, len(args.variants)):
             arguments = ["--device", args.device, "--calls", str(args.calls), "--one", variant]
-            run = measure(__file__, arguments, variant) | {"repeat": repeat}
+            env = os.environ | ENVIRONMENTS.get(variant, {})
+            run = measure(__file__, arguments, variant, env) | {"repeat": repeat}
             print(json.dumps(run), flush=True)
             runs.append(run)
     print("\n| variant | µs per call, median of processes (min–max) | shares (medians) |\n|---|---|---|")

@@ -7,7 +7,8 @@ caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in
 runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
 prints the median and the spread of each. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
 `inductor` (the default backend), `fuser` (as configured by default: each kernel compiled at its first
-launch), `fuser-pool` (its kernels compiled side by side by `fuser.runtime.compile_pool`, a worker per
+launch), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
+signature, rather than torch's static one: `FUSER_STATIC_LAUNCH=0`), `fuser-pool` (its kernels compiled side by side by `fuser.runtime.compile_pool`, a worker per
 core but one, at most 16). For the fuser, `compile_graph_s` is the time inside its own compile step
 (`fuser.observing_compile`), Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
 """
@@ -31,6 +32,8 @@ BACKENDS = {  # name -> (torch.compile backend, environment)
     "aot_eager": ("aot_eager", {}),
     "inductor": ("inductor", {}),
     "fuser": ("fuser", {}),  # as configured by default (FUSER_COMPILE_WORKERS unset: no workers)
+    # each kernel launched through Triton's C launcher, built with gcc per signature at its first launch
+    "fuser-triton-launcher": ("fuser", {"FUSER_STATIC_LAUNCH": "0"}),
     "fuser-pool": ("fuser", {"FUSER_COMPILE_WORKERS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
 }
 
@@ -74,7 +77,9 @@ def one(model_name: str, backend_name: str, device: str) -> dict:
 
 def _fresh_process(model: str, backend: str, device: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="first-call-") as caches:
-        inherited = {k: v for k, v in os.environ.items() if k != "FUSER_COMPILE_WORKERS"}
+        inherited = {
+            k: v for k, v in os.environ.items() if k not in ("FUSER_COMPILE_WORKERS", "FUSER_STATIC_LAUNCH")
+        }
         env = inherited | BACKENDS[backend][1]
         env |= {
             "TRITON_CACHE_DIR": f"{caches}/triton",

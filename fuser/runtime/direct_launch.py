@@ -12,10 +12,20 @@ It calls that kernel's own launcher (`CompiledKernel.run`) as `CompiledKernel[gr
 the runner's lookups a call: the current stream comes straight from torch, and where no profiler has
 registered a launch hook, none is built or called (about 4 µs of a 9 µs launch on the H200 box,
 records/call-path-parts-h200-2026-11-28-s19.md). A Triton without those attributes gets the runner.
+
+Where torch has one, a kernel is launched through torch's static CUDA launcher instead, as the default
+backend launches its kernels: Triton builds a C launcher per kernel signature with the host's C compiler
+at the kernel's first launch (27 builds, 9.5 s of a gpt2 first call on the H200 box), while torch's was
+compiled with torch. A kernel it cannot launch (a launch hook registered, scratch memory, several CTAs),
+or FUSER_STATIC_LAUNCH=0, keeps Triton's own launcher.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +36,7 @@ try:
 except ImportError:  # a Triton before 3.4: launches go through its runner
     knobs = None
 
+log = logging.getLogger("fuser")
 _INT32 = range(-(2**31), 2**31)
 _LAUNCHER_ATTRIBUTES = ("run", "function", "packed_metadata", "launch_metadata")
 
@@ -60,6 +71,66 @@ def lean_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable:
     return launch
 
 
+@functools.cache
+def static_launcher_class() -> type | None:
+    """torch's `StaticallyLaunchedCudaKernel` (its module was renamed between torch 2.11 and 2.13), or None
+    where this torch has no static CUDA launcher or FUSER_STATIC_LAUNCH=0."""
+    if os.environ.get("FUSER_STATIC_LAUNCH", "1") == "0" or not hasattr(torch._C, "_StaticCudaLauncher"):
+        return None
+    for module in ("static_triton_launcher", "static_cuda_launcher"):
+        try:
+            return importlib.import_module(f"torch._inductor.runtime.{module}").StaticallyLaunchedCudaKernel
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+def launched_positions(kernel: Any) -> list[int]:
+    """The positions of the parameters the compiled kernel takes: every one but its constants (constexprs,
+    and an integer Triton specialized as the constant 1), which only its compile used."""
+    names = list(kernel.src.fn.arg_names)
+
+    def position(key: Any) -> int:  # an argument's name (Triton 3.6+), or an index or (index,) before
+        return names.index(key) if isinstance(key, str) else key[0] if isinstance(key, tuple) else key
+
+    constants = {position(key) for key in getattr(kernel.src, "constants", {})}
+    typed = sorted((position(key), ty) for key, ty in kernel.src.signature.items())
+    return [i for i, ty in typed if ty != "constexpr" and i not in constants]
+
+
+def static_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable | None:
+    """A launch of the compiled `kernel` through torch's static CUDA launcher, or None where it cannot
+    launch it (the reason logged)."""
+    launcher_class = static_launcher_class()
+    if launcher_class is None or knobs is None:
+        return None
+    try:
+        if getattr(kernel, "_cubin_path", None) is None:  # where torch's launcher reads the binary from
+            kernel._cubin_path = next(
+                p for name, p in kernel.metadata_group.items() if name.endswith(".cubin")
+            )
+        static = launcher_class(kernel)
+        try:
+            static.load_kernel(torch._C._cuda_getDevice())
+        except TypeError:  # torch 2.11's takes no device
+            static.load_kernel()
+        keep = launched_positions(kernel)
+        if len(keep) != len(static.arg_tys):
+            raise NotImplementedError(f"{len(keep)} parameters against the launcher's {len(static.arg_tys)}")
+    except Exception as error:  # NotImplementedError, or a torch or Triton whose fields differ
+        log.info("fuser: %s keeps Triton's launcher: %s", getattr(kernel, "name", "a kernel"), error)
+        return None
+    run, hooks = static.run, knobs.runtime
+
+    def launch(*args: Any) -> None:
+        if _idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook):
+            run(*grid3, current_stream(), *[args[i] for i in keep])
+        else:  # a profiler listens: Triton's launcher calls its hooks
+            lean_runner(kernel, grid3)(*args)
+
+    return launch
+
+
 def _int_class(value: int) -> tuple[bool, bool, bool]:
     return value == 1, value % 16 == 0, value in _INT32
 
@@ -75,6 +146,7 @@ class DirectLauncher:
         pointers: Sequence[int],
         integers: Sequence[int],
     ):
+        self.jit_fn, self.grid = jit_fn, grid
         self.through_run = jit_fn[grid]
         self.options = options
         names = list(jit_fn.arg_names)
@@ -95,8 +167,10 @@ class DirectLauncher:
         )
         runner = self.compiled.get(key)
         if runner is None:
-            kernel = self.through_run(*args, **self.options)
-            if self.direct:
-                self.compiled[key] = lean_runner(kernel, self.grid3)
-        else:
-            runner(*args, *self.constexprs)
+            if not self.direct:
+                self.through_run(*args, **self.options)
+                return
+            # compiled for this specialization (not launched: its runner launches it)
+            kernel = self.jit_fn.run(*args, grid=self.grid, warmup=True, **self.options)
+            runner = self.compiled[key] = static_runner(kernel, self.grid3) or lean_runner(kernel, self.grid3)
+        runner(*args, *self.constexprs)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -17,6 +16,7 @@ from fuser.emit.codegen import KernelSource
 from fuser.interpreter.shim import quietly
 from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache, launch_config
 from fuser.runtime.allocate import allocator
+from fuser.runtime.direct_launch import DirectLauncher
 from fuser.runtime.kernel_step import KernelStep, Launch
 from fuser.runtime.step import GraphCaptureError, LaunchStep
 
@@ -153,7 +153,7 @@ class HorizontalStep(LaunchStep):
         options = launch_config.pointwise_options(launch.block, self.interpreted)
         if self.interpreted:
             return quietly(kernel[grid], options)
-        return functools.partial(kernel[grid], **options)
+        return DirectLauncher(kernel, grid, options, pointers=[0, 1], integers=[])  # (table, programs)
 
     def fallback(self, env: list, key: tuple[int, ...]) -> None:
         for part in self.parts:

@@ -3,6 +3,9 @@ arguments specialize differently (fuser.runtime.direct_launch skips Triton's own
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 import torch
 
 import fuser
@@ -34,7 +37,7 @@ class _Compiled:
 
 
 class _JitFunction:
-    """Stands in for Triton's JITFunction: records launches through `run`."""
+    """Stands in for Triton's JITFunction: records compiles (`run` with warmup, which launches nothing)."""
 
     arg_names = ("in_ptr", "stride", "BLOCK")
 
@@ -42,11 +45,11 @@ class _JitFunction:
         self.calls: list = []
 
     def __getitem__(self, grid):
-        def run(*args, **options):
-            self.calls.append(("run", grid, args, options))
-            return _Compiled(self.calls)
+        return lambda *args, **options: self.run(*args, grid=grid, warmup=False, **options)
 
-        return run
+    def run(self, *args, grid, warmup, **options):
+        self.calls.append(("compile" if warmup else "run", grid, args, options))
+        return _Compiled(self.calls)
 
 
 class _Pointer:
@@ -61,18 +64,20 @@ def test_direct_launch_reuses_a_compile_only_for_the_same_specialization():
     jit = _JitFunction()
     launch = DirectLauncher(jit, (7,), {"BLOCK": 128, "num_warps": 4}, pointers=[0], integers=[1])
     aligned, also_aligned, misaligned = _Pointer(4096), _Pointer(8192), _Pointer(4100)
-    launch(aligned, 32)  # compiles through run
+    launch(aligned, 32)  # compiles (Triton's warmup: no launch), then launches directly
     launch(also_aligned, 48)  # same classes: aligned pointer, int divisible by 16 -> direct
-    launch(misaligned, 48)  # a new pointer class -> run
-    launch(aligned, 1)  # an int of 1 is a constant in Triton's specialization -> run
-    launch(aligned, 33)  # not divisible by 16 -> run
-    launch(also_aligned, 2**33)  # past 32 bits -> run
+    launch(misaligned, 48)  # a new pointer class -> compile
+    launch(aligned, 1)  # an int of 1 is a constant in Triton's specialization -> compile
+    launch(aligned, 33)  # not divisible by 16 -> compile
+    launch(also_aligned, 2**33)  # past 32 bits -> compile
     launch(aligned, 64)  # seen at the second call -> direct
     kinds = [call[0] for call in jit.calls]
-    assert kinds == ["run", "direct", "run", "run", "run", "run", "direct"]
-    assert jit.calls[0] == ("run", (7,), (aligned, 32), {"BLOCK": 128, "num_warps": 4})
+    compiled_then_launched = ["compile", "direct"]
+    assert kinds == [*compiled_then_launched, "direct", *compiled_then_launched * 4, "direct"]
+    assert jit.calls[0] == ("compile", (7,), (aligned, 32), {"BLOCK": 128, "num_warps": 4})
     # direct launches pass every parameter in order, constexprs last, on a three-dimensional grid
-    assert jit.calls[1] == ("direct", (7, 1, 1), (also_aligned, 48, 128))
+    assert jit.calls[1] == ("direct", (7, 1, 1), (aligned, 32, 128))
+    assert jit.calls[2] == ("direct", (7, 1, 1), (also_aligned, 48, 128))
 
 
 class _Launcher:
@@ -123,3 +128,81 @@ def test_a_kernel_without_an_exposed_launcher_keeps_tritons_runner():
     launch = direct_launch.lean_runner(_Compiled(calls), (2, 1, 1))
     launch("z")
     assert calls == [("direct", (2, 1, 1), ("z",))]
+
+
+def _kernel() -> SimpleNamespace:
+    """Stands in for a compiled kernel: Triton 3.6's signature keyed by name, constants typed."""
+    src = SimpleNamespace(
+        fn=SimpleNamespace(arg_names=("x_ptr", "n", "one", "BLOCK")),
+        signature={"x_ptr": "*fp32", "n": "i32", "one": "constexpr", "BLOCK": "constexpr"},
+        constants={},
+    )
+    return SimpleNamespace(src=src, name="k", metadata_group={"k.json": "/c/k.json", "k.cubin": "/c/k.cubin"})
+
+
+class _StaticLauncher:
+    """Stands in for torch's StaticallyLaunchedCudaKernel: records what it is given."""
+
+    def __init__(self, kernel, calls: list):
+        self.arg_tys, self.calls = "Oi", calls
+
+    def load_kernel(self, device):
+        self.calls.append(("load", device))
+
+    def run(self, *args):
+        self.calls.append(("run", args))
+
+
+def test_the_static_launcher_gets_only_the_parameters_the_compiled_kernel_takes(monkeypatch):
+    from fuser.runtime import direct_launch
+
+    assert direct_launch.launched_positions(_kernel()) == [0, 1]  # not the constant 1, not BLOCK
+    calls: list = []
+    monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: _StaticLauncher(k, calls))
+    monkeypatch.setattr(direct_launch, "current_stream", lambda: 77)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
+    kernel = _kernel()
+    launch = direct_launch.static_runner(kernel, (3, 1, 1))
+    launch("x", 1000, 1, 256)
+    assert kernel._cubin_path == "/c/k.cubin"  # where torch's launcher reads the binary
+    assert calls == [("load", 0), ("run", (3, 1, 1, 77, "x", 1000))]
+
+
+def test_a_kernel_the_static_launcher_refuses_keeps_tritons(monkeypatch):
+    from fuser.runtime import direct_launch
+
+    def refusing(kernel):
+        raise NotImplementedError("We don't support launch enter or launch exit hooks")
+
+    monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: refusing)
+    assert direct_launch.static_runner(_kernel(), (3, 1, 1)) is None
+
+
+def test_a_real_kernel_through_torchs_static_launcher(device):
+    """On a GPU: a Triton kernel with an integer specialized to the constant 1 and a constexpr, launched
+    through torch's static launcher, writes what Triton's own launch writes."""
+    if device != "cuda":
+        pytest.skip("needs FUSER_TEST_DEVICE=cuda (torch's static launcher is CUDA's)")
+    import triton
+    import triton.language as tl
+
+    from fuser.runtime import direct_launch
+
+    @triton.jit
+    def axpb(x_ptr, out_ptr, n, a, b, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * a + b, mask=mask)
+
+    assert direct_launch.static_launcher_class() is not None, "this torch has no static CUDA launcher"
+    x = torch.randn(1000, device="cuda")
+    for a in (1, 3):  # a == 1 is compiled as a constant: the launch must drop it
+        out = torch.full_like(x, float("nan"))
+        args = (x, out, 1000, a, 5)
+        grid = (triton.cdiv(1000, 256), 1, 1)
+        kernel = axpb.run(*args, grid=grid, warmup=True, BLOCK=256)
+        launch = direct_launch.static_runner(kernel, grid)
+        assert launch is not None
+        launch(*args, 256)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, x * a + 5)
