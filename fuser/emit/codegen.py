@@ -251,8 +251,7 @@ class Builder:
 
     def value(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
-        if node not in self.computed:  # testing-only hooks (fuser.testing.miscompiles): no-ops by default
-            index = miscompiles.rewrite("leaf_index", index, builder=self, node=node)
+        if node not in self.computed:  # a testing-only hook (fuser.testing.miscompiles): a no-op by default
             planted = miscompiles.rewrite("leaf_value", None, builder=self, node=node, index=index)
             if planted is not None:
                 return planted
@@ -483,7 +482,6 @@ class PointwiseBuilder(Builder):
 
     # --- the kernel ---
     def store(self, position: int, node: fx.Node) -> None:
-        self.storing = node  # read by a testing-only hook (fuser.testing.miscompiles)
         value = meta(node)
         index = self.domain_index()
         name, held = self.value(node, index)

@@ -127,8 +127,6 @@ class RowBuilder(Builder):
         self.reduced: dict[tuple[str, fx.Node, torch.dtype], ir.Expr] = {}
         self.levels.update({"rows": 1, "row_mask": 1, "cols": 2, "col_index": 2, "mask": 2})
         self.levels.update({f"r{d}": 1 for d in self.space.kept})
-        self.levels.update({f"n{d}": 1 for d in self.space.kept})  # the next row (fuser.testing.miscompiles)
-        self.epilogue = False  # True while storing full-shape values
         self.levels.update({f"c{d}": 2 for d in self.space.reduced})
 
     # --- indices ---
@@ -396,13 +394,15 @@ class RowBuilder(Builder):
                 full.append((position, member))
                 continue
             self.store(position, member, self.row_index(shape))
+        start = len(self.body)
         if full:
-            self.epilogue = True  # read by a testing-only hook (fuser.testing.miscompiles)
             with self.columns():
                 for position, member in full:
                     self.store(position, member, self.full_index())
         if self.stage == "row_groups":
             self.column_sums()
+        if full:  # a testing-only hook (fuser.testing.miscompiles): a no-op by default
+            self.body = miscompiles.rewrite("epilogue", self.body, start=start, space=self.space)
         return self._function(name)
 
     def column_sums(self) -> None:
@@ -432,7 +432,7 @@ class RowBuilder(Builder):
         Triton stores through a block of addresses at least as large as the value and its mask. An
         index naming no row or column (a 0-d or all-size-1 space) gives one scalar address: zero terms
         widen it to a block, and the mask leaves only the first lane to store."""
-        self.storing = member  # read by a testing-only hook (fuser.testing.miscompiles)
+        index = miscompiles.rewrite("store_index", index, builder=self, node=member)  # testing only
         value, held = self.value(member, index)
         address = self.output_address(position, member, index)
         level = max(1, self.level(value), self.level(address))
@@ -471,15 +471,7 @@ class RowBuilder(Builder):
                 ir.Assign("mask", ir.over(f"row_mask & (cols < {ends})", "row_mask", "cols", ends), 2),
             ]
             prologue += ir.live([*self._unflatten("cols", self.space.reduced, "c", 2), COL_INDEX], self.body)
-        prologue += ir.live(
-            [
-                *self._unflatten("rows", self.space.kept, "r", 1),
-                # The next row: only a testing-only hook reads it.
-                ir.Assign("rows_next", ir.over("(rows + 1) % num_rows", "rows", "num_rows"), 1),
-                *self._unflatten("rows_next", self.space.kept, "n", 1),
-            ],
-            self.body + prologue,
-        )
+        prologue += ir.live(self._unflatten("rows", self.space.kept, "r", 1), self.body + prologue)
         self._size_params(prologue + self.body)
         if self.stage == "split_combine":
             self.int_param("num_splits", 0)  # set per launch
@@ -514,9 +506,6 @@ class RowBuilder(Builder):
             *self._unflatten("cols", self.space.reduced, "c", 2),
             COL_INDEX,
             *self._unflatten("rows", self.space.kept, "r", 1),
-            # The next row: only a testing-only hook reads it.
-            ir.Assign("rows_next", ir.over("(rows + 1) % num_rows", "rows", "num_rows"), 1),
-            *self._unflatten("rows_next", self.space.kept, "n", 1),
         ]
         walk = ir.Loop(
             "block",

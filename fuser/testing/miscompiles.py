@@ -9,13 +9,16 @@ most, one `rewrite(point, ...)` call at a new place in codegen.
     FUSER_TESTING_MISCOMPILE=wrong_lowering:aten.mul.Tensor  # a kind that takes an argument
     FUSER_TESTING_WRONG_LOWERING=aten.mul.Tensor             # the older spelling of the line above
 
-Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind may change `value`):
+Hook points (codegen calls `rewrite(point, value, **context)`; the planted kind may change `value`). No
+builder holds state for a kind: what one remembers between hook points (a row kernel's store) it keeps here.
 
 - `pointwise_expr`: a pointwise node's rendered expression (context: node, op).
 - `pointwise_operands`: its operands (`fuser.emit.ir.Expr`), already cast (context: builder, node, args, wants).
 - `operand_index`: the index a pointwise node reads an operand at (context: builder, arg, out_shape).
-- `leaf_index`: the index a kernel loads an input at (context: builder, node).
 - `leaf_value`: an input's value at an index, before it is loaded (context: builder, node, index).
+- `store_index`: the index a row kernel stores a member at, before making its value (context: builder, node).
+- `epilogue`: a row kernel's statements (`fuser.emit.ir`), those from `start` on its epilogue: its stores
+  of full-shape values, and any column sums after them (context: start, space).
 - `loop_mask`: the column bound of a looped row kernel's mask (context: builder, end).
 - `pointwise_attrs`: a pointwise node's attributes, such as a rounding mode (context: node).
 - `block_mask`: the element bound of a pointwise kernel's block mask (context: builder).
@@ -31,6 +34,7 @@ between compiles; codegen's hooks read only what that compile holds.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -38,6 +42,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import torch
 from torch import fx
@@ -48,8 +53,9 @@ POINTS = (
     "pointwise_expr",
     "pointwise_operands",
     "operand_index",
-    "leaf_index",
     "leaf_value",
+    "store_index",
+    "epilogue",
     "loop_mask",
     "graph",
     "pointwise_attrs",
@@ -129,15 +135,45 @@ def _cast_before_last_op(operands: list, argument: None, builder: Any, node: fx.
     ]
 
 
-def _neighbour_row(index: tuple, argument: None, builder: Any, node: fx.Node) -> tuple:
-    # A row kernel's epilogue (its stores of full-shape values) loads its inputs one row further on.
-    if not getattr(builder, "epilogue", False):
-        return index
-    return tuple(f"n{i[1:]}" if i.startswith("r") and i[1:].isdigit() else i for i in index)
+def _neighbour_row(body: list, argument: None, start: int, space: Any) -> list:
+    """A row kernel's epilogue (`body[start:]`, its stores of full-shape values) loads its inputs one row
+    further on: its own loads, and the earlier loads it reads, issued again at its start."""
+    from fuser.emit import ir
+    from fuser.emit.codegen import unflatten
+
+    def moved(expr: ir.Expr) -> ir.Expr:  # a load's row index r{d} read as the next row's n{d}
+        if isinstance(expr, ir.Cast):
+            opaque = expr.text.startswith("lib.widen_opaque")
+            return ir.Cast(moved(expr.operand), expr.source, expr.target, opaque)
+        if not isinstance(expr, ir.Load):
+            return expr
+        terms = tuple((re.sub(r"^r(\d+)$", r"n\1", i), stride) for i, stride in expr.address.terms)
+        return ir.Load(ir.Address(expr.address.pointer, terms), expr.mask, expr.dtype, expr.eviction)
+
+    def move(s: Any) -> Any:
+        if isinstance(s, ir.Loop):
+            return dataclasses.replace(s, body=tuple(map(move, s.body)))
+        return ir.Assign(s.target, moved(s.expr), s.level) if isinstance(s, ir.Assign) else s
+
+    epilogue, read = [move(s) for s in body[start:]], ir.reads(body[start:])
+    again = [m for s in body[:start] if isinstance(s, ir.Assign) and s.target in read and (m := move(s)) != s]
+    rows_next = ir.Assign("rows_next", ir.over("(rows + 1) % num_rows", "rows", "num_rows"), 1)
+    index = ir.live([rows_next, *unflatten("rows_next", space.kept, space.shape, "n", 1)], again + epilogue)
+    return [*body[:start], *index, *again, *epilogue]
 
 
 def _tail_mask(bound: str, argument: None, builder: Any, end: str) -> str:
     return f"{end} - 1"  # the last column of every long row is masked off
+
+
+# What each row kernel's builder is storing (`store_index`), or `_own_output_read` while that computes an
+# update's value: the kind's own state, which the builders never hold.
+_storing: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()
+
+
+def _note_store(index: tuple, argument: None, builder: Any, node: fx.Node) -> tuple:
+    _storing[builder] = node
+    return index
 
 
 def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, index: tuple) -> Any:
@@ -146,7 +182,8 @@ def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, in
     kernel wrote the input in place and then read what it had already written."""
     from fuser.lower.ops import VIEW_BY_OVERLOAD
 
-    if getattr(builder, "reading_own_output", False):
+    storing = _storing.get(builder)
+    if storing is _own_output_read:
         return value
     base, mapped = node, index
     while base.target in VIEW_BY_OVERLOAD and base not in builder.computed:
@@ -155,13 +192,13 @@ def _own_output_read(value: Any, argument: None, builder: Any, node: fx.Node, in
     own = builder.full_index() if hasattr(builder, "full_index") else builder.domain_index()
     if update is None or update not in builder.computed:
         return value
-    if mapped == own and getattr(builder, "storing", update) is update:
+    if mapped == own and (storing is None or storing is update):
         return value  # the update itself reads the element it writes: that much is right
-    builder.reading_own_output = True  # the update itself reads the input as it was
+    _storing[builder] = _own_output_read  # the update itself reads the input as it was
     try:
         return builder.value(update, mapped)
     finally:
-        builder.reading_own_output = False
+        _storing[builder] = storing
 
 
 def _note_updated_inputs(graph: fx.Graph, argument: None, backward: bool) -> fx.Graph:
@@ -300,7 +337,7 @@ KINDS: dict[str, Miscompile] = {
     ),
     "epilogue_neighbour_row": Miscompile(
         "a row kernel's epilogue loads its inputs from the next row (the last row wraps to the first)",
-        {"leaf_index": _neighbour_row},
+        {"epilogue": _neighbour_row},
     ),
     "cast_before_last_op": Miscompile(
         "a pointwise op that a cast in the same kernel reads rounds its operands to the cast's dtype "
@@ -319,7 +356,7 @@ KINDS: dict[str, Miscompile] = {
         "an input updated in place, read at another element than the one being written or for another "
         "output of the kernel, reads the updated value (a kernel writing the input in place and then "
         "reading what it already wrote)",
-        {"graph": _note_updated_inputs, "leaf_value": _own_output_read},
+        {"graph": _note_updated_inputs, "store_index": _note_store, "leaf_value": _own_output_read},
     ),
 }
 for _name, _kind in KINDS.items():
