@@ -19,8 +19,9 @@ workers started at the first graph's kernels the pool did not shorten a first ca
 33.0 s without it; records/first-call-h100-2026-11-28-s15.md), nor on the H200 started with the backend
 (session 19): a first call then spent 9.5 s building Triton's C launchers (a `gcc` run per kernel
 signature) serially in this process at first launches (records/call-path-parts-h200-2026-11-28-s19.md).
-So a worker now builds each job's launcher too (`build_launcher`), into the cache a launch reads; that is
-not yet measured on a GPU. docs/design.md, "Compiling ahead".
+Since session 20 kernels launch through torch's static launcher (`fuser.runtime.direct_launch`), which
+needs no build; a worker builds a job's C launcher (`build_launcher`) only where a launch would use
+Triton's. docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -197,6 +198,7 @@ def _standin(dtype_name: str, made: dict) -> Any:
 
 def _compile(compile_job: Job, made: dict) -> dict[str, Any]:
     from fuser.runtime import gpu_compile_check, kernel_cache
+    from fuser.runtime.direct_launch import static_launcher_class
 
     started = time.perf_counter()
     jit_fn = kernel_cache.load_file(Path(compile_job["path"]), compile_job["name"])
@@ -205,6 +207,8 @@ def _compile(compile_job: Job, made: dict) -> dict[str, Any]:
         jit_fn, args, compile_job["options"], compile_job["capability"]
     )
     answer = {"seconds": time.perf_counter() - started}
+    if static_launcher_class() is not None:
+        return answer  # the launch needs no C launcher of Triton's
     try:
         build_launcher(compiled)
     except Exception as error:  # the launch builds it, as without the pool

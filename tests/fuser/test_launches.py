@@ -206,3 +206,25 @@ def test_a_real_kernel_through_torchs_static_launcher(device):
         launch(*args, 256)
         torch.cuda.synchronize()
         torch.testing.assert_close(out, x * a + 5)
+
+
+def test_on_a_gpu_a_first_call_builds_no_launcher_with_the_c_compiler(device, tmp_path, monkeypatch):
+    """With torch's static launcher, Triton's cache gets the kernels' binaries but no C launcher
+    (`__triton_launcher*.so`, a gcc run per kernel signature at a first launch); with
+    FUSER_STATIC_LAUNCH=0 (Triton's launcher) it gets one."""
+    if device != "cuda":
+        pytest.skip("needs FUSER_TEST_DEVICE=cuda (torch's static launcher is CUDA's)")
+    from fuser.runtime import direct_launch
+
+    def first_call(cache: str, static: bool, shift: float) -> list:
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / cache))
+        if not static:
+            monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: None)
+        x = torch.randn(3, 1000, device="cuda")
+        # a shift no other kernel of the process has: its source, so its compile, is new here
+        torch.testing.assert_close(fuser.compile(lambda x: x * 3.0 + shift, strict=True)(x), x * 3.0 + shift)
+        assert list((tmp_path / cache).rglob("*.cubin")), "nothing compiled into this cache"
+        return list((tmp_path / cache).rglob("__triton_launcher*"))
+
+    assert first_call("static", static=True, shift=0.8125) == []
+    assert first_call("triton", static=False, shift=0.6875)  # the check can see a launcher built
