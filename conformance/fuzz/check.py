@@ -118,9 +118,10 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
         wide_inputs, reference, reference_grads = _reference(program, made, expected, backward)
     except Exception:
         wide_inputs, reference, reference_grads = None, None, None  # no float64 kernel: no second opinion
-    # The reference again under perturbations by the working dtype's rounding, run only if needed.
+    # The reference again under perturbations by the working dtype's rounding, run only if needed. The
+    # outputs count as the runner's do: a program of integer inputs still computes in its float results'.
     perturbed = perturbation.perturbed(
-        lambda: _reference(program, made, expected, backward), perturbation.working_dtype(made)
+        lambda: _reference(program, made, expected, backward), perturbation.working_dtype([made, expected])
     )
 
     counting = CountingBackend(resolve_backend(backend))

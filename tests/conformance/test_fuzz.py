@@ -430,3 +430,26 @@ def test_the_reference_of_an_integer_input_promoted_to_a_float_computes_in_float
     exact = torch.cos(torch.cosh(made[0].double()))
     torch.testing.assert_close(reference, exact, rtol=0, atol=0)
     assert torch.get_default_dtype() == torch.float32  # restored
+
+
+def test_a_program_of_integer_inputs_is_judged_with_its_float_results_rounding(monkeypatch):
+    # Found by the strict fuzzer (seed 20201): exp of an int64 tensor, var over two values, exp again. The
+    # fuser's var was 1.2 ulps off where eager's (accumulated in float64 on the CPU) was 0.2, and the last
+    # exp multiplied that by 26; the perturbed references that measure such amplification were never run,
+    # since the working dtype was read from the inputs alone, and no input was a float.
+    from conformance.fuzz import check as fuzz_check
+
+    seen = []
+    real = fuzz_check.perturbation.perturbed
+    monkeypatch.setattr(
+        fuzz_check.perturbation, "perturbed", lambda run, dtype: seen.append(dtype) or real(run, dtype)
+    )
+    program = Program(
+        inputs=(Input((3, 2), "int64", "contiguous", False),),
+        nodes=(Node("aten.exp.default", (Operand(0),)), Node("aten.sin.default", (Operand(1),))),
+        outputs=(2,),
+        dtypes=("int64", "float32", "float32"),
+        differentiable=False,
+    )
+    assert check(program, "fuser", backward=False).status == "pass"
+    assert seen == [torch.float32]
