@@ -180,10 +180,10 @@ class Builder:
         self.params.setdefault(hint, Arg("int", value=value))
         return hint
 
-    def emit(self, stem: str, expr: ir.Expr) -> ir.Expr:
+    def emit(self, stem: str, expr: ir.Expr, dtype: torch.dtype | None = None) -> ir.Expr:
         name = self.fresh(stem)
         level = self.level(expr)
-        self.body.append(ir.Assign(name, expr, level))
+        self.body.append(ir.Assign(name, expr, level, dtype))
         self.levels[name] = level
         return ir.name(name)
 
@@ -247,7 +247,7 @@ class Builder:
         held = value_dtype(value.dtype)
         level = self.level(address)
         loaded = ir.Load(address, self.mask_for(level), value.dtype, self.eviction(level))
-        return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held)), held
+        return self.emit(f"{stem}_", self.cast(loaded, value.dtype, held), held), held
 
     def value(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         """A temporary holding `node` at `index`, and the dtype it is held in."""
@@ -314,9 +314,7 @@ class Builder:
         value = self.cast(*self.value(sources[last], last_index), held)
         for condition, source, at in reversed(tried):
             read = self.cast(*self.value(sources[source], at), held)
-            value = self.emit(
-                kind, ir.over(f"tl.where({condition}, {read}, {value})", condition, read, value)
-            )
+            value = self.emit(kind, ir.Where(condition, read, value), held)
         return value, held
 
     def indexed(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
@@ -334,7 +332,7 @@ class Builder:
         its `debug` option on), and its callers never read outside the tensor."""
         raw, _ = self.value(positions, at)
         bound = self.int_param(f"{name}_size", size)
-        in_range = self.emit("in_range", ir.over(f"({raw} >= 0) & ({raw} < {bound})", raw, bound))
+        in_range = self.emit("in_range", ir.over(f"({raw} >= 0) & ({raw} < {bound})", raw, bound), torch.bool)
         mask = self.mask_for(self.level(in_range))
         check = f"{in_range} | ~{mask}" if mask else in_range.text
         message = f"{name}: index out of bounds"
@@ -371,7 +369,7 @@ class Builder:
         if inside is not None:
             hit = ir.over(f"{inside} & ({hit})", inside, hit)
         written = ir.Const(args["value"], held, out.dtype)
-        value = self.emit(name, ir.over(f"tl.where({hit}, {written}, {base})", hit, written, base))
+        value = self.emit(name, ir.Where(hit, written, base), held)
         return self.nan_unless(name, checks, value, held), held
 
     def nan_unless(self, stem: str, checks: list[ir.Expr], value: ir.Expr, held: torch.dtype) -> ir.Expr:
@@ -381,7 +379,7 @@ class Builder:
             return value
         valid = ir.over(" & ".join(c.text for c in checks), *checks)
         nan = ir.Const(float("nan"), held)
-        return self.emit(stem, ir.over(f"tl.where({valid}, {value}, {nan})", valid, value, nan))
+        return self.emit(stem, ir.Where(valid, value, nan), held)
 
     def made(self, expr: ir.Expr, dtype: torch.dtype) -> ir.Expr:
         """`expr`, a result of `dtype` computed in `arithmetic_dtype(dtype)`, as the kernel holds it: a half
@@ -456,7 +454,7 @@ class Builder:
             expr = self.cast(expr, torch.bool, held)
         else:
             expr = self.made(expr, out.dtype)
-        return self.emit(op.name, expr), held
+        return self.emit(op.name, expr, held), held
 
     def reduction(self, node: fx.Node, index: Index) -> tuple[ir.Expr, torch.dtype]:
         raise NotImplementedError(f"{node.target} is a reduction; only a row kernel computes it")

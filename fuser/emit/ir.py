@@ -7,9 +7,11 @@ the kernel's source.
 
 Memory accesses, conversions and constants are nodes of their own, printed here: an `Address` (a
 pointer and its index terms over strides), a `Load` and a `Store` through one (with their mask), a
-`Cast` from one dtype to another, a `Const` of a dtype. A pass can read what a kernel loads and stores,
-where, under which mask, and what it converts, from the statements; their text is the same as the
-builders wrote before these nodes existed (every validation fingerprint unchanged).
+`Cast` from one dtype to another, a `Const` of a dtype; so are a reduction's pieces: an `Accumulator`
+(a block of its identity), a `Where` (a masked lane's value) and a `Reduce` (a block combined along an
+axis). A pass can read what a kernel loads and stores, where, under which mask, what it converts and
+what it accumulates, from the statements (`nodes`, `accesses`, `accumulators`); their text is the same
+as the builders wrote before these nodes existed (every validation fingerprint unchanged).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Expr:
     text: str
     reads: frozenset[str] = frozenset()
     atomic: bool = False  # a bare name: an operator applied to it needs no parentheses
+    parts = ()  # the nodes a node is made of (`nodes` walks them); text made by `over` hides its own
 
     def __str__(self) -> str:
         return self.text
@@ -93,7 +96,7 @@ class Store(Expr):
         masked = f", mask={mask}" if mask else ""
         reads = address.reads | value.reads | ({mask} if mask else set())
         text = f"tl.store({address.text}, {value.text}{masked})"
-        self.__dict__.update(atomic=False, text=text, reads=reads, address=address, value=value, mask=mask)
+        self.__dict__.update(text=text, reads=reads, address=address, value=value, mask=mask, parts=(value,))
 
 
 class Cast(Expr):
@@ -121,7 +124,7 @@ class Cast(Expr):
         else:
             text = f"{wrapped}.to({triton_name(target)})"
         self.__dict__.update(
-            atomic=False, text=text, reads=operand.reads, operand=operand, source=source, target=target
+            text=text, reads=operand.reads, operand=operand, source=source, target=target, parts=(operand,)
         )
 
 
@@ -168,28 +171,76 @@ def _print_constant(value: Any, dtype: torch.dtype, logical: torch.dtype | None)
     return f"tl.full([], {cast!r}, {name})"
 
 
-def name(target: str) -> Expr:
-    return Expr(target, frozenset({target}), atomic=True)
+class Accumulator(Expr):
+    """`tl.full(shape, identity, dtype)`: a block of a reduction's identity, an accumulator's start (an
+    `Assign` of one is a reduction's accumulator: `accumulators`) or what a masked lane holds."""
+
+    shape: tuple[str, ...]
+    identity: str | int
+    dtype: torch.dtype
+
+    def __init__(
+        self, identity: str | int, dtype: torch.dtype, shape: tuple[str, ...] = ("XBLOCK", "RBLOCK")
+    ):
+        text = f"tl.full([{', '.join(shape)}], {identity}, {triton_name(dtype)})"
+        self.__dict__.update(text=text, reads=frozenset(), shape=shape, identity=identity, dtype=dtype)
 
 
-def over(text: str, *parts: Expr | str | None) -> Expr:
-    """`text`, made from `parts`: Exprs, or names (an index's "0" is the literal zero and reads nothing)."""
+class Where(Expr):
+    """`tl.where(condition, value, other)`: `value` where `condition` holds (a lane in bounds: `mask`)."""
+
+    def __init__(self, condition: Expr | str, value: Expr, other: Expr):
+        text = f"tl.where({condition}, {value}, {other})"
+        parts = tuple(p for p in (condition, value, other) if isinstance(p, Expr))
+        reads = _reads((condition, value, other))
+        self.__dict__.update(
+            text=text, reads=reads, parts=parts, condition=condition, value=value, other=other
+        )
+
+
+class Reduce(Expr):
+    """`tl.reduce(values, axis, combine)` of a block, or of a tuple of blocks (value and index pairs);
+    `keep` indexes the result back to a block's two dims."""
+
+    def __init__(self, values: Expr | tuple[Expr, ...], axis: int, combine: str, keep: bool = True):
+        parts = values if isinstance(values, tuple) else (values,)
+        operand = values.text if isinstance(values, Expr) else f"({', '.join(v.text for v in parts)})"
+        kept = ("[None, :]", "[:, None]")[axis] if keep else ""
+        text = f"tl.reduce({operand}, {axis}, {combine}){kept}"
+        self.__dict__.update(
+            text=text, reads=_reads(parts), parts=parts, axis=axis, combine=combine, keep=keep
+        )
+
+
+def _reads(parts: Iterable[Expr | str | None]) -> frozenset[str]:
+    """What `parts` read: Exprs' reads, and names (an index's "0" is the literal zero and reads nothing)."""
     reads: set[str] = set()
     for part in parts:
         if isinstance(part, Expr):
             reads |= part.reads
         elif part is not None and part != "0":
             reads.add(part)
-    return Expr(text, frozenset(reads))
+    return frozenset(reads)
+
+
+def name(target: str) -> Expr:
+    return Expr(target, frozenset({target}), atomic=True)
+
+
+def over(text: str, *parts: Expr | str | None) -> Expr:
+    """`text`, made from `parts`: Exprs, or names (an index's "0" is the literal zero and reads nothing)."""
+    return Expr(text, _reads(parts))
 
 
 @dataclass(frozen=True)
 class Assign:
-    """A new temporary: `target = expr`, with its level (0 scalar, 1 per row, 2 per element)."""
+    """A new temporary: `target = expr`, with its level (0 scalar, 1 per row, 2 per element) and the dtype
+    it holds where the builder says (None: an index, a mask, a tuple)."""
 
     target: str
     expr: Expr
     level: int
+    dtype: torch.dtype | None = None
 
     @property
     def reads(self) -> frozenset[str]:
@@ -268,22 +319,33 @@ def lines(statements: Iterable[Statement]) -> list[str]:
     return out
 
 
-def accesses(statements: Iterable[Statement]) -> list[Load | Store]:
-    """Every load and store of `statements`, in order: a load as its temporary is made (through the casts
-    around it), a store after the value it stores, inside loops too."""
-    found: list[Load | Store] = []
+def _flat(statements: Iterable[Statement]) -> Iterable[Assign | Update | Effect]:
+    for s in statements:
+        yield from _flat(s.body) if isinstance(s, Loop) else (s,)
+
+
+def nodes(statements: Iterable[Statement], kind: type | Any) -> list:
+    """Every node of `kind` in `statements`, in order, inside loops too, a node's parts before it (a load
+    as its temporary is made, through the casts around it; a store after the value it stores)."""
+    found: list = []
 
     def visit(expr: Expr) -> None:
-        if isinstance(expr, Cast):
-            visit(expr.operand)
-        elif isinstance(expr, Store):
-            visit(expr.value)
-        if isinstance(expr, Load | Store):
+        for part in expr.parts:
+            visit(part)
+        if isinstance(expr, kind):
             found.append(expr)
 
-    for statement in statements:
-        if isinstance(statement, Loop):
-            found += accesses(statement.body)
-        else:
-            visit(statement.expr)
+    for statement in _flat(statements):
+        visit(statement.expr)
     return found
+
+
+def accesses(statements: Iterable[Statement]) -> list[Load | Store]:
+    """Every load and store of `statements`, in order."""
+    return nodes(statements, Load | Store)
+
+
+def accumulators(statements: Iterable[Statement]) -> list[Assign]:
+    """The temporaries that start as a block of a reduction's identity, inside loops too: the accumulators
+    a column loop updates (a looped row kernel's, a column sum's)."""
+    return [s for s in _flat(statements) if isinstance(s, Assign) and isinstance(s.expr, Accumulator)]

@@ -21,7 +21,7 @@ from torch import fx
 
 from fuser.emit import ir
 from fuser.emit.codegen import Arg, Builder, function, unflatten
-from fuser.lower.dtypes import arithmetic_dtype, triton_name, value_dtype
+from fuser.lower.dtypes import arithmetic_dtype, value_dtype
 from fuser.lower.nodes import bind_arguments, meta
 from fuser.lower.ops import POINTWISE_BY_OVERLOAD
 from fuser.lower.reductions import KINDS, is_reduction, kind_of, reduction_input, space_of
@@ -202,16 +202,16 @@ class RowBuilder(Builder):
             self.body.append(ir.Effect(ir.Store(at, result, "row_mask")))
         held = value_dtype(out.dtype)
         made = self.made(self.cast(result, accumulate, arithmetic_dtype(out.dtype)), out.dtype)
-        return (self.emit(kind.name, made) if made != result else result), held
+        return (self.emit(kind.name, made, held) if made != result else result), held
 
-    def _identity(self, kind: str, dtype: torch.dtype) -> ir.Expr:
+    def _identity(self, kind: str, dtype: torch.dtype) -> ir.Accumulator:
         combine = KINDS[kind].combine
         if dtype.is_floating_point:
             identity = miscompiles.rewrite("reduction_identity", combine.identity, kind=kind)
-            return ir.Expr(f"tl.full([XBLOCK, RBLOCK], {identity}, {triton_name(dtype)})")
-        low, high = INT_LIMITS[dtype]
-        literal = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
-        return ir.Expr(f"tl.full([XBLOCK, RBLOCK], {literal}, {triton_name(dtype)})")
+        else:
+            low, high = INT_LIMITS[dtype]
+            identity = {"min": low, "max": high}.get(combine.int_identity, combine.int_identity)
+        return ir.Accumulator(identity, dtype)
 
     def _partials(self, reduction: fx.Node, dtype: torch.dtype) -> str:
         if reduction not in self.partials:
@@ -226,7 +226,7 @@ class RowBuilder(Builder):
         if self.stage == "split_combine":
             # The columns are the splits: read the partial results the first stage wrote.
             at = ir.Address(self._partials(self.current, dtype), (("cols", "num_rows"), ("rows", None)))
-            loaded = self.emit("partial", ir.Load(at, "mask", dtype))
+            loaded = self.emit("partial", ir.Load(at, "mask", dtype), dtype)
             return self._masked(loaded, self._identity(kind, dtype))
         name, held = self.value(source, self.full_index())
         truth = KINDS[kind].reads_truth
@@ -234,9 +234,9 @@ class RowBuilder(Builder):
         value = self.cast(value, torch.bool if truth else held, dtype)
         return self._masked(value, self._identity(kind, dtype))
 
-    def _masked(self, value: ir.Expr, identity: ir.Expr) -> ir.Expr:
+    def _masked(self, value: ir.Expr, identity: ir.Accumulator) -> ir.Expr:
         """`value` where the lane is in bounds, else the reduction's identity."""
-        return self.emit("masked", ir.over(f"tl.where(mask, {value}, {identity})", "mask", value, identity))
+        return self.emit("masked", ir.Where("mask", value, identity), identity.dtype)
 
     def reduce(self, kind: str, source: fx.Node, dtype: torch.dtype) -> ir.Expr:
         if self.stage is not None:
@@ -254,13 +254,13 @@ class RowBuilder(Builder):
         if self.persistent:
             with self.columns():
                 block = self._input(source, dtype, kind)
-            return self._row(kind, ir.over(finish.format(x=block) + "[:, None]", block))
-        accumulator = self.emit("acc", self._identity(kind, dtype))
+            return self._row(kind, ir.Reduce(block, 1, finish), dtype)
+        accumulator = self.emit("acc", self._identity(kind, dtype), dtype)
         with self.columns():
             block = self._input(source, dtype, kind)
             step = ir.over(combine.format(a=accumulator, b=block), accumulator, block)
             self.body.append(ir.Update((accumulator.text,), step))
-        return self._row(kind, ir.over(finish.format(x=accumulator) + "[:, None]", accumulator))
+        return self._row(kind, ir.Reduce(accumulator, 1, finish), dtype)
 
     def online_softmax(self, source: fx.Node, total: fx.Node) -> ir.Expr:
         """The row max of `source` and `total`, the row sum of exp(source - that max), in one pass over a
@@ -270,14 +270,15 @@ class RowBuilder(Builder):
         (issue 29). As in eager: nan where the row holds nan or +inf, and where every element is -inf
         (exp(-inf - -inf))."""
         exp = POINTWISE_BY_OVERLOAD[torch.ops.aten.exp.default].render
-        running_max = self.emit("running_max", ir.Expr("tl.full([XBLOCK, 1], -float('inf'), tl.float32)"))
-        running_sum = self.emit("running_sum", ir.Expr("tl.full([XBLOCK, 1], 0, tl.float32)"))
+        f32, row = torch.float32, ("XBLOCK", "1")
+        running_max = self.emit("running_max", ir.Accumulator("-float('inf')", f32, row), f32)
+        running_sum = self.emit("running_sum", ir.Accumulator(0, f32, row), f32)
         with self.columns():
             # Made with `emit`, not `_row`: a chunk's values are per row but live in the loop.
-            x = self._input(source, torch.float32, "max")
-            finish = KINDS["max"].combine.finish.format(x=x)
+            x = self._input(source, f32, "max")
+            finish = ir.Reduce(x, 1, KINDS["max"].combine.finish)
             grown = self.emit(
-                "grown", ir.over(f"lib.maximum_nan({running_max}, {finish}[:, None])", running_max, x)
+                "grown", ir.over(f"lib.maximum_nan({running_max}, {finish})", running_max, x), f32
             )
             rescale = self.emit(
                 "rescale",
@@ -286,30 +287,29 @@ class RowBuilder(Builder):
                     running_max,
                     grown,
                 ),
+                f32,
             )
             term = self.emit(
                 "term",
                 ir.over(f"tl.where({grown} == -float('inf'), 0.0, {exp(f'{x} - {grown}')})", grown, x),
+                f32,
             )
+            total_term = ir.Reduce(term, 1, "lib.add")
             step = ir.over(
-                f"{running_sum} * {rescale} + tl.reduce({term}, 1, lib.add)[:, None], {grown}",
-                running_sum,
-                rescale,
-                term,
-                grown,
+                f"{running_sum} * {rescale} + {total_term}, {grown}", running_sum, rescale, total_term, grown
             )
             self.body.append(ir.Update((running_sum.text, running_max.text), step))
-        row_max = self._row("max", running_max)
+        row_max = self._row("max", running_max, f32)
         no_max = ir.over(
             f"tl.where({row_max} == -float('inf'), float('nan'), {running_sum})", row_max, running_sum
         )
-        self.reduced[("sum", reduction_input(total), torch.float32)] = self._row("sum", no_max)
+        self.reduced[("sum", reduction_input(total), f32)] = self._row("sum", no_max, f32)
         return row_max
 
-    def _row(self, stem: str, expr: ir.Expr) -> ir.Expr:
+    def _row(self, stem: str, expr: ir.Expr, dtype: torch.dtype | None = None) -> ir.Expr:
         """A value per row: a reduction over the columns, whatever the level of what it reads."""
         name = self.fresh(stem)
-        self.body.append(ir.Assign(name, expr, 1))
+        self.body.append(ir.Assign(name, expr, 1, dtype))
         self.levels[name] = 1
         return ir.name(name)
 
@@ -325,22 +325,18 @@ class RowBuilder(Builder):
         if self.persistent:
             with self.columns():
                 values, indices = block()
-                pair = self._row(
-                    "pair", ir.over(f"tl.reduce(({values}, {indices}), 1, {combine})", values, indices)
-                )
+                pair = self._row("pair", ir.Reduce((values, indices), 1, combine, keep=False))
         else:
-            best = self.emit("best", identity)
-            best_index = self.emit("best_index", ir.Expr("tl.full([XBLOCK, RBLOCK], 0, tl.int64)"))
+            best = self.emit("best", identity, dtype)
+            best_index = self.emit("best_index", ir.Accumulator(0, torch.int64), torch.int64)
             with self.columns():
                 values, indices = block()
                 step = f"{combine}({best}, {best_index}, {values}, {indices})"
                 self.body.append(
                     ir.Update((best.text, best_index.text), ir.over(step, best, best_index, values, indices))
                 )
-            pair = self._row(
-                "pair", ir.over(f"tl.reduce(({best}, {best_index}), 1, {combine})", best, best_index)
-            )
-        return self._row(kind, ir.over(f"{pair}[1][:, None]", pair)), torch.int64
+            pair = self._row("pair", ir.Reduce((best, best_index), 1, combine, keep=False))
+        return self._row(kind, ir.over(f"{pair}[1][:, None]", pair), torch.int64), torch.int64
 
     def variance(self, node: fx.Node, source: fx.Node, kind: str) -> tuple[ir.Expr, torch.dtype]:
         # Two passes (never E[x^2] - E[x]^2): the mean, then the sum of squared deviations from it. The
@@ -354,30 +350,32 @@ class RowBuilder(Builder):
         if not any(same(self.space.shape[d], 0) for d in self.space.reduced):  # no first value to read
             shift = self.cast(*self.value(source, self.row_index(self.space.shape)), dtype)
         offsets = self._row_sum("offsets", source, dtype, lambda x: ir.over(f"{x} - {shift}", x, shift))
-        mean = self._row("mean", ir.over(f"{shift} + {offsets} / num_cols", shift, offsets, "num_cols"))
+        mean = self._row(
+            "mean", ir.over(f"{shift} + {offsets} / num_cols", shift, offsets, "num_cols"), dtype
+        )
         squares = self._row_sum(
             "squares", source, dtype, lambda x: ir.over(f"({x} - {mean}) * ({x} - {mean})", x, mean)
         )
         variance = ir.over(f"{squares} / tl.maximum(num_cols - {correction!r}, 0.0)", squares, "num_cols")
-        return self._row("var", self.made(variance, meta(node).dtype)), dtype
+        return self._row("var", self.made(variance, meta(node).dtype), dtype), dtype
 
     def _row_sum(self, stem: str, source: fx.Node, dtype: torch.dtype, term) -> ir.Expr:
         """The sum over the row's columns of `term(x)`, x being the source's value held in `dtype`."""
         if self.persistent:
             with self.columns():
                 terms = self._terms(source, dtype, term)
-                return self._row(stem, ir.over(f"tl.reduce({terms}, 1, lib.add)[:, None]", terms))
-        accumulator = self.emit("acc", ir.Expr(f"tl.full([XBLOCK, RBLOCK], 0, {triton_name(dtype)})"))
+                return self._row(stem, ir.Reduce(terms, 1, "lib.add"), dtype)
+        accumulator = self.emit("acc", ir.Accumulator(0, dtype), dtype)
         with self.columns():
             terms = self._terms(source, dtype, term)
             step = ir.over(f"{accumulator} + {terms}", accumulator, terms)
             self.body.append(ir.Update((accumulator.text,), step))
-        return self._row(stem, ir.over(f"tl.reduce({accumulator}, 1, lib.add)[:, None]", accumulator))
+        return self._row(stem, ir.Reduce(accumulator, 1, "lib.add"), dtype)
 
     def _terms(self, source: fx.Node, dtype: torch.dtype, term) -> ir.Expr:
         name, held = self.value(source, self.full_index())
         value = term(self.cast(name, held, dtype))
-        return self.emit("term", ir.over(f"tl.where(mask, {value}, 0.0)", "mask", value))
+        return self.emit("term", ir.Where("mask", value, ir.Expr("0.0")), dtype)
 
     # --- the kernel ---
     def source(self, name: str) -> str:
@@ -415,12 +413,9 @@ class RowBuilder(Builder):
             value, held = self.value(reduction_input(reduction), self.full_index())
             value = self.cast(value, held, dtype)
             total = f"column_sum{number}"
-            zeros = ir.Expr(f"tl.full([1, RBLOCK], 0, {triton_name(dtype)})")
-            self.before_rows.append(ir.Assign(total, zeros, 0))
-            step = ir.over(
-                f"{total} + tl.reduce(tl.where(mask, {value}, 0), 0, lib.add)[None, :]", total, "mask", value
-            )
-            self.body.append(ir.Update((total,), step))
+            self.before_rows.append(ir.Assign(total, ir.Accumulator(0, dtype, ("1", "RBLOCK")), 0, dtype))
+            rows = ir.Reduce(ir.Where("mask", value, ir.Expr("0")), 0, "lib.add")
+            self.body.append(ir.Update((total,), ir.over(f"{total} + {rows}", total, rows)))
             pointer = f"partials{number}_ptr"
             self.params[pointer] = Arg("partials", index=number, dtype=dtype)
             at = ir.Address(pointer, (("pid", "num_cols"), ("cols", None)))

@@ -33,7 +33,7 @@ class Combine:
     identity: str  # for floats; integers use `int_identity`
     int_identity: str | int  # a literal, or "min"/"max": the integer dtype's limit
     combine: str  # {a}, {b}: two blocks
-    finish: str  # {x}: a block, reduced over axis 1
+    finish: str  # the `lib` function `tl.reduce` finishes a block with along the row (`fuser.emit.ir.Reduce`)
     int_combine: str | None = None
     int_finish: str | None = None
 
@@ -75,9 +75,9 @@ def _extreme(name: str, function: str, identity: str, int_identity: str) -> Redu
             identity,
             int_identity,
             f"tl.{function}({{a}}, {{b}}, {NAN_ALL})",
-            f"tl.reduce({{x}}, 1, lib.{function}_nan)",
+            f"lib.{function}_nan",
             f"tl.{function}({{a}}, {{b}})",
-            f"tl.reduce({{x}}, 1, lib.{function})",
+            f"lib.{function}",
         ),
         splittable=True,
         numpy_twins={f"{function}_nan": f"{function}_nan", function: function},
@@ -88,9 +88,7 @@ def _truth(name: str, function: str, identity: str) -> ReductionKind:
     """any or all: the max or min of the input's truth, accumulated as int32."""
     return ReductionKind(
         name,
-        Combine(
-            identity, int(identity), f"tl.{function}({{a}}, {{b}})", f"tl.reduce({{x}}, 1, lib.{function})"
-        ),
+        Combine(identity, int(identity), f"tl.{function}({{a}}, {{b}})", f"lib.{function}"),
         splittable=True,
         accumulates=_int32,
         reads_truth=True,
@@ -102,10 +100,10 @@ KINDS: dict[str, ReductionKind] = {
     kind.name: kind
     for kind in (
         # lib.add is the interpreter's own sum combine there (NumPy's pairwise sum): no twin needed.
-        ReductionKind("sum", Combine("0", 0, "{a} + {b}", "tl.reduce({x}, 1, lib.add)"), splittable=True),
+        ReductionKind("sum", Combine("0", 0, "{a} + {b}", "lib.add"), splittable=True),
         ReductionKind(
             "prod",
-            Combine("1", 1, "{a} * {b}", "tl.reduce({x}, 1, lib.multiply)"),
+            Combine("1", 1, "{a} * {b}", "lib.multiply"),
             splittable=True,
             accumulates=_product_accumulates,
             numpy_twins={"multiply": "multiply"},

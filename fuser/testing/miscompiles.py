@@ -153,7 +153,7 @@ def _neighbour_row(body: list, argument: None, start: int, space: Any) -> list:
     def move(s: Any) -> Any:
         if isinstance(s, ir.Loop):
             return dataclasses.replace(s, body=tuple(map(move, s.body)))
-        return ir.Assign(s.target, moved(s.expr), s.level) if isinstance(s, ir.Assign) else s
+        return dataclasses.replace(s, expr=moved(s.expr)) if isinstance(s, ir.Assign) else s
 
     epilogue, read = [move(s) for s in body[start:]], ir.reads(body[start:])
     again = [m for s in body[:start] if isinstance(s, ir.Assign) and s.target in read and (m := move(s)) != s]

@@ -100,3 +100,39 @@ def test_a_pass_reads_what_a_kernel_loads_and_stores_where_from_its_statements(g
         loads["in2_ptr"].address.terms == (("i1", "in2_stride0"),) and loads["in2_ptr"].dtype == torch.float32
     )
     assert store.address.flat and store.mask == "mask" and store.address.pointer == "out0_ptr"
+
+
+def test_a_reductions_accumulator_mask_and_finish_are_nodes_that_print_as_triton():
+    start = ir.Accumulator("-float('inf')", torch.float32, ("XBLOCK", "1"))
+    assert str(start) == "tl.full([XBLOCK, 1], -float('inf'), tl.float32)" and not start.reads
+    masked = ir.Where("mask", ir.name("in0_0"), ir.Accumulator(0, torch.int64))
+    assert str(masked) == "tl.where(mask, in0_0, tl.full([XBLOCK, RBLOCK], 0, tl.int64))"
+    assert masked.reads == {"mask", "in0_0"}
+    assert str(ir.Reduce(masked, 0, "lib.add")).endswith(", 0, lib.add)[None, :]")
+    pair = ir.Reduce((ir.name("best0"), ir.name("index0")), 1, "lib.argmax_combine", keep=False)
+    assert str(pair) == "tl.reduce((best0, index0), 1, lib.argmax_combine)" and pair.reads == {
+        "best0",
+        "index0",
+    }
+
+
+def test_a_pass_finds_a_softmaxs_accumulators_and_masks_from_its_statements(generated):
+    explain(lambda x: torch.softmax(x, -1), torch.randn(4, 9))
+    variants = {v.kind: v for v in generated if v.name.startswith("fused_amax_sub_exp")}
+    looped, persistent = variants["looped"], variants["persistent"]
+    # The looped variant's one pass computes the row max and the sum of exp relative to it.
+    found = [(a.target, a.dtype, a.expr.identity, a.expr.shape) for a in ir.accumulators(looped.statements)]
+    assert found == [
+        ("running_max0", torch.float32, "-float('inf')", ("XBLOCK", "1")),
+        ("running_sum0", torch.float32, 0, ("XBLOCK", "1")),
+    ]
+    assert not ir.accumulators(persistent.statements)  # a whole row reduced at once
+    # Masked lanes hold each reduction's identity: the max's, and in the persistent variant the sum's.
+    for variant, identities in ((looped, ["-float('inf')"]), (persistent, ["-float('inf')", "0"])):
+        masks = [w for w in ir.nodes(variant.statements, ir.Where) if w.condition == "mask"]
+        assert [w.other.identity for w in masks] == identities
+    assert {r.combine for r in ir.nodes(persistent.statements, ir.Reduce)} == {"lib.maximum_nan", "lib.add"}
+    masked = {
+        s.target: s.dtype for s in persistent.statements if isinstance(s, ir.Assign) and s.expr in masks
+    }
+    assert masked == {"masked0": torch.float32, "masked1": torch.float32}
