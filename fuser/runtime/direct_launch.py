@@ -15,9 +15,10 @@ records/call-path-parts-h200-2026-11-28-s19.md). A Triton without those attribut
 
 Where torch has one, a kernel is launched through torch's static CUDA launcher instead, as the default
 backend launches its kernels: Triton builds a C launcher per kernel signature with the host's C compiler
-at the kernel's first launch (27 builds, 9.5 s of a gpt2 first call on the H200 box), while torch's was
-compiled with torch. A kernel it cannot launch (a launch hook registered, scratch memory, several CTAs),
-or FUSER_STATIC_LAUNCH=0, keeps Triton's own launcher.
+at the kernel's first launch (Triton 3.6; 27 builds, 9.5 s of a gpt2 first call on the H200 box; Triton 3.8
+and 3.9 launch every signature through one generic launcher instead), while torch's was compiled with
+torch. A kernel it cannot launch as Triton would (a launch hook registered, scratch memory, several CTAs,
+instrumentation, a half-precision scalar parameter), or FUSER_STATIC_LAUNCH=0, keeps Triton's own launcher.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ except ImportError:  # a Triton before 3.4: launches go through its runner
 log = logging.getLogger("fuser")
 _INT32 = range(-(2**31), 2**31)
 _LAUNCHER_ATTRIBUTES = ("run", "function", "packed_metadata", "launch_metadata")
+
+
+def current_device() -> int:
+    return torch._C._cuda_getDevice()
 
 
 def current_stream() -> int:
@@ -98,29 +103,70 @@ def launched_positions(kernel: Any) -> list[int]:
     return [i for i, ty in typed if ty != "constexpr" and i not in constants]
 
 
-def static_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable | None:
-    """A launch of the compiled `kernel` through torch's static CUDA launcher, or None where it cannot
-    launch it (the reason logged)."""
-    launcher_class = static_launcher_class()
-    if launcher_class is None or knobs is None:
-        return None
+# Scalar parameter types torch's launcher passes as Triton's does (a half scalar it would write as float32
+# bits, where Triton packs 16); pointers (`*...`) too.
+_STATIC_SCALARS = frozenset(
+    {"i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp32", "fp64"}
+)
+
+
+def _refusal(kernel: Any) -> str | None:
+    """Why torch's launcher would not launch `kernel` as Triton's does, or None (as Inductor refuses)."""
+    metadata = kernel.metadata
+    if getattr(metadata, "instrumentation_mode", ""):
+        return "instrumented: Triton adds parameters of its own"
+    if getattr(metadata, "launch_pdl", False) or getattr(metadata, "launch_cooperative_grid", False):
+        return "a programmatic-dependent or cooperative launch"
+    for ty in kernel.src.signature.values():
+        if ty != "constexpr" and not (isinstance(ty, str) and (ty[:1] == "*" or ty in _STATIC_SCALARS)):
+            return f"a parameter of type {ty}"
+    return None
+
+
+def _static_kernel(kernel: Any, device: int) -> tuple[Any, list[int]] | None:
+    """torch's launcher of the compiled `kernel`, its module loaded on `device`, and the positions of the
+    parameters it takes: made once per compiled kernel and device (so a model's identical layers share one
+    module, as through Triton's launcher), or None where it cannot launch it (the reason logged once)."""
+    made = kernel.__dict__.setdefault("_fuser_static", {})
+    if device in made:
+        return made[device]
+    made[device] = None
     try:
+        refused = _refusal(kernel)
+        if refused:
+            raise NotImplementedError(refused)
         if getattr(kernel, "_cubin_path", None) is None:  # where torch's launcher reads the binary from
             kernel._cubin_path = next(
                 p for name, p in kernel.metadata_group.items() if name.endswith(".cubin")
             )
-        static = launcher_class(kernel)
+        static = static_launcher_class()(kernel)
         try:
-            static.load_kernel(torch._C._cuda_getDevice())
-        except TypeError:  # torch 2.11's takes no device
+            static.load_kernel(device)
+        except TypeError:  # torch 2.8's took no device
             static.load_kernel()
         keep = launched_positions(kernel)
-        if len(keep) != len(static.arg_tys):
-            raise NotImplementedError(f"{len(keep)} parameters against the launcher's {len(static.arg_tys)}")
+        triton_count = sum(ty != "constexpr" for ty in kernel.src.signature.values())
+        if not len(keep) == len(static.arg_tys) == triton_count:
+            raise NotImplementedError(
+                f"{len(keep)} parameters, torch's {len(static.arg_tys)}, Triton's {triton_count}"
+            )
     except Exception as error:  # NotImplementedError, or a torch or Triton whose fields differ
         log.info("fuser: %s keeps Triton's launcher: %s", getattr(kernel, "name", "a kernel"), error)
         return None
-    run, hooks = static.run, knobs.runtime
+    made[device] = static, keep
+    return made[device]
+
+
+def static_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable | None:
+    """A launch of the compiled `kernel` through torch's static CUDA launcher on the current device, or None
+    where it cannot launch it."""
+    if static_launcher_class() is None or knobs is None:
+        return None
+    found = _static_kernel(kernel, current_device())
+    if found is None:
+        return None
+    run, keep = found[0].run, found[1]
+    hooks = knobs.runtime
 
     def launch(*args: Any) -> None:
         if _idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook):
@@ -164,6 +210,7 @@ class DirectLauncher:
         key = (  # list comprehensions: a generator in tuple() costs more per launch
             tuple([args[p].data_ptr() % 16 == 0 for p in self.pointers]),
             tuple([_int_class(args[p]) for p in self.integers]),
+            current_device(),  # a kernel's module is loaded on one device
         )
         runner = self.compiled.get(key)
         if runner is None:
@@ -172,5 +219,9 @@ class DirectLauncher:
                 return
             # compiled for this specialization (not launched: its runner launches it)
             kernel = self.jit_fn.run(*args, grid=self.grid, warmup=True, **self.options)
+            kernel = kernel.result() if hasattr(kernel, "result") else kernel  # Triton's async compile mode
+            if kernel is None:  # a compile hook took the compile over: Triton's `run` launches
+                self.through_run(*args, **self.options)
+                return
             runner = self.compiled[key] = static_runner(kernel, self.grid3) or lean_runner(kernel, self.grid3)
         runner(*args, *self.constexprs)
