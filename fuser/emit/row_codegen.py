@@ -280,19 +280,12 @@ class RowBuilder(Builder):
             grown = self.emit(
                 "grown", ir.over(f"lib.maximum_nan({running_max}, {finish})", running_max, x), f32
             )
-            rescale = self.emit(
-                "rescale",
-                ir.over(
-                    f"tl.where({running_max} == {grown}, 1.0, {exp(f'{running_max} - {grown}')})",
-                    running_max,
-                    grown,
-                ),
-                f32,
-            )
+            unmoved = ir.over(f"{running_max} == {grown}", running_max, grown)
+            moved = ir.over(exp(f"{running_max} - {grown}"), running_max, grown)
+            rescale = self.emit("rescale", ir.Where(unmoved, ir.Expr("1.0"), moved), f32)
+            empty = ir.over(f"{grown} == -float('inf')", grown)
             term = self.emit(
-                "term",
-                ir.over(f"tl.where({grown} == -float('inf'), 0.0, {exp(f'{x} - {grown}')})", grown, x),
-                f32,
+                "term", ir.Where(empty, ir.Expr("0.0"), ir.over(exp(f"{x} - {grown}"), x, grown)), f32
             )
             total_term = ir.Reduce(term, 1, "lib.add")
             step = ir.over(
@@ -300,8 +293,8 @@ class RowBuilder(Builder):
             )
             self.body.append(ir.Update((running_sum.text, running_max.text), step))
         row_max = self._row("max", running_max, f32)
-        no_max = ir.over(
-            f"tl.where({row_max} == -float('inf'), float('nan'), {running_sum})", row_max, running_sum
+        no_max = ir.Where(
+            ir.over(f"{row_max} == -float('inf')", row_max), ir.Expr("float('nan')"), running_sum
         )
         self.reduced[("sum", reduction_input(total), f32)] = self._row("sum", no_max, f32)
         return row_max
