@@ -107,6 +107,7 @@ class Cast(Expr):
     operand: Expr
     source: torch.dtype
     target: torch.dtype
+    opaque: bool
 
     def __init__(self, operand: Expr, source: torch.dtype, target: torch.dtype, opaque: bool = False):
         wrapped = operand.text if operand.atomic else f"({operand})"
@@ -124,7 +125,13 @@ class Cast(Expr):
         else:
             text = f"{wrapped}.to({triton_name(target)})"
         self.__dict__.update(
-            text=text, reads=operand.reads, operand=operand, source=source, target=target, parts=(operand,)
+            text=text,
+            reads=operand.reads,
+            operand=operand,
+            source=source,
+            target=target,
+            opaque=opaque,
+            parts=(operand,),
         )
 
 

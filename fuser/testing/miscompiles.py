@@ -143,8 +143,7 @@ def _neighbour_row(body: list, argument: None, start: int, space: Any) -> list:
 
     def moved(expr: ir.Expr) -> ir.Expr:  # a load's row index r{d} read as the next row's n{d}
         if isinstance(expr, ir.Cast):
-            opaque = expr.text.startswith("lib.widen_opaque")
-            return ir.Cast(moved(expr.operand), expr.source, expr.target, opaque)
+            return ir.Cast(moved(expr.operand), expr.source, expr.target, expr.opaque)
         if not isinstance(expr, ir.Load):
             return expr
         terms = tuple((re.sub(r"^r(\d+)$", r"n\1", i), stride) for i, stride in expr.address.terms)
