@@ -46,9 +46,9 @@ def current_device() -> int:
     return torch._C._cuda_getDevice()
 
 
-def current_stream() -> int:
-    """The current device's current CUDA stream, as Triton's runner finds it (torch's raw stream)."""
-    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
+def stream_of(device: int) -> int:
+    """The device's current CUDA stream, as Triton's runner finds it (torch's raw stream)."""
+    return torch._C._cuda_getCurrentRawStream(device)
 
 
 def _idle(hook: Any) -> bool:
@@ -57,15 +57,15 @@ def _idle(hook: Any) -> bool:
 
 
 def lean_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable:
-    """`kernel[grid3]` (Triton's runner for a compiled kernel), with the lookups above done once."""
+    """`kernel[grid3]` (Triton's runner for a compiled kernel), with the lookups above done once; it takes
+    the stream, then the kernel's arguments."""
     runner = kernel[grid3]  # also loads the kernel's module on the device (its handles)
     if knobs is None or not all(hasattr(kernel, name) for name in _LAUNCHER_ATTRIBUTES):
-        return runner
+        return lambda stream, *args: runner(*args, stream=stream)
     run, function, packed = kernel.run, kernel.function, kernel.packed_metadata
     hooks = knobs.runtime
 
-    def launch(*args: Any) -> None:
-        stream = current_stream()
+    def launch(stream: int, *args: Any) -> None:
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
         if _idle(enter) and _idle(leave):
             run(*grid3, stream, function, packed, None, None, None, *args)
@@ -157,22 +157,22 @@ def _static_kernel(kernel: Any, device: int) -> tuple[Any, list[int]] | None:
     return made[device]
 
 
-def static_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable | None:
-    """A launch of the compiled `kernel` through torch's static CUDA launcher on the current device, or None
-    where it cannot launch it."""
+def static_runner(kernel: Any, grid3: tuple[int, int, int], device: int) -> Callable | None:
+    """A launch of the compiled `kernel` through torch's static CUDA launcher on `device` (taking the
+    stream, then the kernel's arguments), or None where it cannot launch it."""
     if static_launcher_class() is None or knobs is None:
         return None
-    found = _static_kernel(kernel, current_device())
+    found = _static_kernel(kernel, device)
     if found is None:
         return None
     run, keep = found[0].run, found[1]
     hooks = knobs.runtime
 
-    def launch(*args: Any) -> None:
+    def launch(stream: int, *args: Any) -> None:
         if _idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook):
-            run(*grid3, current_stream(), *[args[i] for i in keep])
+            run(*grid3, stream, *[args[i] for i in keep])
         else:  # a profiler listens: Triton's launcher calls its hooks
-            lean_runner(kernel, grid3)(*args)
+            lean_runner(kernel, grid3)(stream, *args)
 
     return launch
 
@@ -207,10 +207,11 @@ class DirectLauncher:
         self.compiled: dict[tuple, Callable] = {}
 
     def __call__(self, *args: Any) -> None:
+        device = current_device()  # looked up once a launch: the key's and the stream's
         key = (  # list comprehensions: a generator in tuple() costs more per launch
             tuple([args[p].data_ptr() % 16 == 0 for p in self.pointers]),
             tuple([_int_class(args[p]) for p in self.integers]),
-            current_device(),  # a kernel's module is loaded on one device
+            device,  # a kernel's module is loaded on one device
         )
         runner = self.compiled.get(key)
         if runner is None:
@@ -223,5 +224,6 @@ class DirectLauncher:
             if kernel is None:  # a compile hook took the compile over: Triton's `run` launches
                 self.through_run(*args, **self.options)
                 return
-            runner = self.compiled[key] = static_runner(kernel, self.grid3) or lean_runner(kernel, self.grid3)
-        runner(*args, *self.constexprs)
+            runner = static_runner(kernel, self.grid3, device) or lean_runner(kernel, self.grid3)
+            self.compiled[key] = runner
+        runner(stream_of(device), *args, *self.constexprs)

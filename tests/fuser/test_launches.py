@@ -27,13 +27,13 @@ def test_a_misaligned_input_after_an_aligned_one_gets_its_own_compile(device):
 
 
 class _Compiled:
-    """Stands in for Triton's CompiledKernel: records direct launches."""
+    """Stands in for Triton's CompiledKernel: records direct launches, with their stream."""
 
     def __init__(self, calls: list):
         self.calls = calls
 
     def __getitem__(self, grid):
-        return lambda *args: self.calls.append(("direct", grid, args))
+        return lambda *args, stream=None: self.calls.append(("direct", grid, args, stream))
 
 
 class _JitFunction:
@@ -63,7 +63,8 @@ class _Pointer:
 def test_direct_launch_reuses_a_compile_only_for_the_same_specialization(monkeypatch):
     from fuser.runtime import direct_launch
 
-    monkeypatch.setattr(direct_launch, "current_device", lambda: 0)
+    monkeypatch.setattr(direct_launch, "current_device", lambda: 2)
+    monkeypatch.setattr(direct_launch, "stream_of", lambda device: 70 + device)
     monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: None)  # Triton's launcher
     jit = _JitFunction()
     launch = DirectLauncher(jit, (7,), {"BLOCK": 128, "num_warps": 4}, pointers=[0], integers=[1])
@@ -79,9 +80,10 @@ def test_direct_launch_reuses_a_compile_only_for_the_same_specialization(monkeyp
     compiled_then_launched = ["compile", "direct"]
     assert kinds == [*compiled_then_launched, "direct", *compiled_then_launched * 4, "direct"]
     assert jit.calls[0] == ("compile", (7,), (aligned, 32), {"BLOCK": 128, "num_warps": 4})
-    # direct launches pass every parameter in order, constexprs last, on a three-dimensional grid
-    assert jit.calls[1] == ("direct", (7, 1, 1), (aligned, 32, 128))
-    assert jit.calls[2] == ("direct", (7, 1, 1), (also_aligned, 48, 128))
+    # direct launches pass every parameter in order, constexprs last, on a three-dimensional grid, on the
+    # current device's stream
+    assert jit.calls[1] == ("direct", (7, 1, 1), (aligned, 32, 128), 72)
+    assert jit.calls[2] == ("direct", (7, 1, 1), (also_aligned, 48, 128), 72)
 
 
 class _Launcher:
@@ -102,21 +104,20 @@ class _Launcher:
         return ("metadata", grid, stream)
 
 
-def test_the_lean_runner_calls_the_kernels_launcher_with_the_current_stream(monkeypatch):
+def test_the_lean_runner_calls_the_kernels_launcher_with_the_stream_it_is_given():
     from triton import knobs
 
     from fuser.runtime import direct_launch
 
-    monkeypatch.setattr(direct_launch, "current_stream", lambda: 77)
     kernel = _Launcher()
     launch = direct_launch.lean_runner(kernel, (5, 1, 1))
-    launch("x", 3)
+    launch(77, "x", 3)
     # no launch hook registered: no metadata and no hooks, every argument after the grid and stream
     assert kernel.calls == [("run", (5, 1, 1, 77, 0xF00, ("warps", 4), None, None, None, "x", 3))]
     hook = [].append
     knobs.runtime.launch_enter_hook.add(hook)  # a HookChain in Triton 3.6 to 3.9
     try:
-        launch("y", 4)
+        launch(77, "y", 4)
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
     # a profiler's hook registered: it gets the launch's metadata, as through Triton's runner
@@ -130,8 +131,8 @@ def test_a_kernel_without_an_exposed_launcher_keeps_tritons_runner():
 
     calls: list = []
     launch = direct_launch.lean_runner(_Compiled(calls), (2, 1, 1))
-    launch("z")
-    assert calls == [("direct", (2, 1, 1), ("z",))]
+    launch(5, "z")
+    assert calls == [("direct", (2, 1, 1), ("z",), 5)]
 
 
 def _kernel() -> SimpleNamespace:
@@ -164,15 +165,13 @@ def test_the_static_launcher_gets_only_the_parameters_the_compiled_kernel_takes(
     assert direct_launch.launched_positions(_kernel()) == [0, 1]  # not the constant 1, not BLOCK
     calls: list = []
     monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: _StaticLauncher(k, calls))
-    monkeypatch.setattr(direct_launch, "current_stream", lambda: 77)
-    monkeypatch.setattr(direct_launch, "current_device", lambda: 0)
     kernel = _kernel()
-    launch = direct_launch.static_runner(kernel, (3, 1, 1))
-    launch("x", 1000, 1, 256)
+    launch = direct_launch.static_runner(kernel, (3, 1, 1), 0)
+    launch(77, "x", 1000, 1, 256)
     assert kernel._cubin_path == "/c/k.cubin"  # where torch's launcher reads the binary
     assert calls == [("load", 0), ("run", (3, 1, 1, 77, "x", 1000))]
     # A second launch of the same compiled kernel (another step, an identical layer) loads no module again.
-    direct_launch.static_runner(kernel, (5, 1, 1))("y", 16, 1, 256)
+    direct_launch.static_runner(kernel, (5, 1, 1), 0)(77, "y", 16, 1, 256)
     assert calls[2:] == [("run", (5, 1, 1, 77, "y", 16))]
 
 
@@ -189,11 +188,10 @@ def test_a_kernel_torchs_launcher_would_launch_otherwise_keeps_tritons(monkeypat
 
     calls: list = []
     monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: _StaticLauncher(k, calls))
-    monkeypatch.setattr(direct_launch, "current_device", lambda: 0)
     kernel = _kernel()
     change(kernel)
     with caplog.at_level("INFO", logger="fuser"):
-        assert direct_launch.static_runner(kernel, (3, 1, 1)) is None
+        assert direct_launch.static_runner(kernel, (3, 1, 1), 0) is None
     assert reason in caplog.text and calls == []
 
 
@@ -212,6 +210,7 @@ def test_a_kernel_the_static_launcher_refuses_is_launched_through_tritons(monkey
     )
     monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: refusing)
     monkeypatch.setattr(direct_launch, "current_device", lambda: 0)
+    monkeypatch.setattr(direct_launch, "stream_of", lambda device: 77)
     DirectLauncher(jit, (7,), {"BLOCK": 128}, pointers=[0], integers=[1])(_Pointer(4096), 32)
     assert [call[:2] for call in jit.calls] == [("compile", (7,)), ("direct", (7, 1, 1))]
 
@@ -223,18 +222,16 @@ def test_a_profiler_registered_after_the_first_launch_gets_its_hooks(monkeypatch
 
     calls: list = []
     monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: _StaticLauncher(k, calls))
-    monkeypatch.setattr(direct_launch, "current_stream", lambda: 77)
-    monkeypatch.setattr(direct_launch, "current_device", lambda: 0)
     through_triton: list = []
     monkeypatch.setattr(direct_launch, "lean_runner", lambda k, grid: lambda *a: through_triton.append(a))
-    launch = direct_launch.static_runner(_kernel(), (3, 1, 1))
+    launch = direct_launch.static_runner(_kernel(), (3, 1, 1), 0)
     hook = [].append
     knobs.runtime.launch_enter_hook.add(hook)
     try:
-        launch("x", 1000, 1, 256)
+        launch(77, "x", 1000, 1, 256)
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
-    assert through_triton == [("x", 1000, 1, 256)] and calls == [("load", 0)]
+    assert through_triton == [(77, "x", 1000, 1, 256)] and calls == [("load", 0)]
 
 
 def test_a_real_kernel_through_torchs_static_launcher(device):
@@ -260,9 +257,9 @@ def test_a_real_kernel_through_torchs_static_launcher(device):
         args = (x, out, 1000, a, 5)
         grid = (triton.cdiv(1000, 256), 1, 1)
         kernel = axpb.run(*args, grid=grid, warmup=True, BLOCK=256)
-        launch = direct_launch.static_runner(kernel, grid)
+        launch = direct_launch.static_runner(kernel, grid, torch.cuda.current_device())
         assert launch is not None
-        launch(*args, 256)
+        launch(torch.cuda.current_stream().cuda_stream, *args, 256)
         torch.cuda.synchronize()
         torch.testing.assert_close(out, x * a + 5)
 
