@@ -410,19 +410,24 @@ def test_the_reference_of_an_op_with_a_dtype_computes_in_float64():
     assert (reference - eager.double()).abs().max() > 0  # eager's float32 arithmetic is not the reference
 
 
+def float_chain_of_an_int64_input(shape: tuple[int, ...], first: str, second: str) -> Program:
+    """v2 = second(first(v0)), v0 an int64 tensor: the first op promotes it to float32."""
+    return Program(
+        inputs=(Input(shape, "int64", "contiguous", False),),
+        nodes=(Node(first, (Operand(0),)), Node(second, (Operand(1),))),
+        outputs=(2,),
+        dtypes=("int64", "float32", "float32"),
+        differentiable=False,
+    )
+
+
 def test_the_reference_of_an_integer_input_promoted_to_a_float_computes_in_float64():
     # Found by the validation batch (2026-11-27): cosh of an int64 tensor gives the default dtype, so the
     # float64 reference computed it in float32 exactly as eager did, and cos of that (an argument in the
     # tens of thousands) judged a fused cosh one ulp away 0.67 off.
     from conformance.fuzz.check import _reference
 
-    program = Program(
-        inputs=(Input((3, 3), "int64", "contiguous", False),),
-        nodes=(Node("aten.cosh.default", (Operand(0),)), Node("aten.cos.default", (Operand(1),))),
-        outputs=(2,),
-        dtypes=("int64", "float32", "float32"),
-        differentiable=False,
-    )
+    program = float_chain_of_an_int64_input((3, 3), "aten.cosh.default", "aten.cos.default")
     made = program.make_inputs()
     (eager,) = program.function()(*made)
     _, (reference,), _ = _reference(program, made, (eager,), backward=False)
@@ -444,12 +449,6 @@ def test_a_program_of_integer_inputs_is_judged_with_its_float_results_rounding(m
     monkeypatch.setattr(
         fuzz_check.perturbation, "perturbed", lambda run, dtype: seen.append(dtype) or real(run, dtype)
     )
-    program = Program(
-        inputs=(Input((3, 2), "int64", "contiguous", False),),
-        nodes=(Node("aten.exp.default", (Operand(0),)), Node("aten.sin.default", (Operand(1),))),
-        outputs=(2,),
-        dtypes=("int64", "float32", "float32"),
-        differentiable=False,
-    )
+    program = float_chain_of_an_int64_input((3, 2), "aten.exp.default", "aten.sin.default")
     assert check(program, "fuser", backward=False).status == "pass"
     assert seen == [torch.float32]
