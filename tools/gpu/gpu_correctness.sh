@@ -12,6 +12,9 @@
 #   families   the quick tier of the families models lean on (losses, created tensors, indexing, random
 #              ops, extern fallbacks) under the fuser and the default backend, $FAMILY_WORKERS each (issue 16)
 #   fuzz       the fuzzer's `ci` profile against the fuser and the default backend on CUDA (issue 15)
+#   tests      the fuser's own tests on CUDA (tests/fuser, $TEST_WORKERS workers, default 8)
+#   profile    where llama's first call goes (tools/probes/first_call_profile_cuda.py); it is timed, so it
+#              runs alone, before the other jobs start
 #   probes     open CUDA questions: tools/probes/index_fill_cuda.py, and the ops named in $PROBE_OPS
 #              (default: i0, i0_, index_fill.int_Tensor) through the conformance suite under the fuser
 # JOBS picks jobs (default: zoo validate optim). Everything lands in $OUT, packed into one archive.
@@ -22,12 +25,17 @@ OUT=${OUT:-/tmp/gpu-correctness}
 TOTAL_S=${TOTAL_S:-530}  # jobs stop by then: the bundling and the manifest copy must fit in the call (600 s)
 source tools/gpu/lib.sh
 gpu_setup
-export OMP_NUM_THREADS=2
 versions 2>&1 | tee "$OUT/versions.txt"
 JOBS=${JOBS:-"zoo validate optim"}
+if [[ " $JOBS " == *" profile "* ]]; then  # before the settings below, which are for sharing the machine
+    step profile 150 300 "$PYTHON" tools/probes/first_call_profile_cuda.py --model "${PROFILE_MODEL:-llama}" \
+        --out "$OUT/profile"
+fi
+export OMP_NUM_THREADS=2
 export TORCHINDUCTOR_COMPILE_THREADS=1  # the jobs already fill the CPUs
-left=$((TOTAL_S - SECONDS - 15))
 pids=()
+
+left=$((TOTAL_S - SECONDS - 15))
 
 job() {  # job NAME COMMAND...: in the background, at most $left seconds, output to $OUT/NAME.log
     local name=$1
@@ -71,6 +79,10 @@ if [[ " $JOBS " == *" optim "* ]]; then
         tests/fuser/test_optimizers.py tests/fuser/test_inplace.py tests/fuser/test_horizontal.py
 fi
 
+if [[ " $JOBS " == *" tests "* ]]; then
+    job tests env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser -q -p no:cacheprovider -n "${TEST_WORKERS:-8}"
+fi
+
 if [[ " $JOBS " == *" probes "* ]]; then
     job probe-index-fill "$PYTHON" tools/probes/index_fill_cuda.py
     read -ra probe_ops <<<"${PROBE_OPS:-aten.i0.default aten.i0_.default aten.index_fill.int_Tensor}"
@@ -105,7 +117,7 @@ printf '\n=== jobs ===\n'
 cat "$OUT/steps.txt"
 for f in "$OUT"/zoo-*/zoo-*.md; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done
 grep -h -E "validated|failed|nothing validated|^\| aten|^\| prims" "$OUT"/validate-*.log 2>/dev/null | head -80
-for f in "$OUT"/probe-*.log "$OUT"/optim.log "$OUT"/models-*.log "$OUT"/families-*.log "$OUT"/fuzz-*.log; do
+for f in "$OUT"/tests.log "$OUT"/probe-*.log "$OUT"/optim.log "$OUT"/models-*.log "$OUT"/families-*.log "$OUT"/fuzz-*.log; do
     [[ -f $f ]] && { echo "--- $f"; grep -E "^FAILED|passed|failed|found|repro|gradient" "$f" | tail -12; }
 done
 cp -r fuser/manifest "$OUT/manifest" 2>/dev/null
