@@ -13,7 +13,8 @@ times and reports the median of those. Variants:
   the fuser's compiled graph called with a list), `fuser_runtime` (the compiled graph less its kernel
   launches) and `launch` (the launches);
 - `fuser-triton-launcher`: `fuser` with each kernel launched through Triton's own C launcher rather than
-  torch's static one (`FUSER_STATIC_LAUNCH=0`);
+  torch's static one (`FUSER_STATIC_LAUNCH=0`); `fuser-static-run`: through torch's static launcher's
+  Python `run` rather than its C entry point called directly (`FUSER_STATIC_LAUNCH=run`);
 - `fuser-graphs`: the fuser replaying CUDA graphs of any graph (`options={"cuda_graphs": True}`);
 - `replay`: a CUDA graph of eager's ops, replayed by hand (the floor a call path could reach; CUDA only).
 """
@@ -30,8 +31,20 @@ from pathlib import Path
 
 from fresh_process import measure
 
-VARIANTS = ("eager", "inductor", "inductor-ro", "fuser", "fuser-triton-launcher", "fuser-graphs", "replay")
-ENVIRONMENTS = {"fuser-triton-launcher": {"FUSER_STATIC_LAUNCH": "0"}}
+VARIANTS = (
+    "eager",
+    "inductor",
+    "inductor-ro",
+    "fuser",
+    "fuser-triton-launcher",
+    "fuser-static-run",
+    "fuser-graphs",
+    "replay",
+)
+ENVIRONMENTS = {
+    "fuser-triton-launcher": {"FUSER_STATIC_LAUNCH": "0"},
+    "fuser-static-run": {"FUSER_STATIC_LAUNCH": "run"},
+}
 
 
 def _per_call_us(call, calls: int, sync) -> float:

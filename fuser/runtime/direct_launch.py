@@ -19,6 +19,9 @@ at the kernel's first launch (Triton 3.6; 27 builds, 9.5 s of a gpt2 first call 
 and 3.9 launch every signature through one generic launcher instead), while torch's was compiled with
 torch. A kernel it cannot launch as Triton would (a launch hook registered, scratch memory, several CTAs,
 instrumentation, a half-precision scalar parameter), or FUSER_STATIC_LAUNCH=0, keeps Triton's own launcher.
+A launch calls torch's C entry point (`_launch_kernel`) itself, with the launcher's fixed fields read once:
+its Python `run` checks and rebuilds them each launch (about 2-3 µs more than Triton's launcher on the H200
+box, session 20). FUSER_STATIC_LAUNCH=run launches through that `run`, to measure the difference.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ def static_launcher_class() -> type | None:
     """torch's `StaticallyLaunchedCudaKernel` (its module was renamed between torch 2.11 and 2.13), or None
     where this torch has no static CUDA launcher or FUSER_STATIC_LAUNCH=0."""
     if os.environ.get("FUSER_STATIC_LAUNCH", "1") == "0" or not hasattr(torch._C, "_StaticCudaLauncher"):
+        return None
+    if torch.version.hip:  # ROCm kernels take both scratch parameters always: `run` knows, `_c_launch` not
         return None
     for module in ("static_triton_launcher", "static_cuda_launcher"):
         try:
@@ -165,16 +170,40 @@ def static_runner(kernel: Any, grid3: tuple[int, int, int], device: int) -> Call
     found = _static_kernel(kernel, device)
     if found is None:
         return None
-    run, keep = found[0].run, found[1]
+    static, keep = found
     hooks = knobs.runtime
+    launch_kernel, fixed, scratch = _c_entry(static, grid3) or (None, (), ())
 
     def launch(stream: int, *args: Any) -> None:
-        if _idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook):
-            run(*grid3, stream, *[args[i] for i in keep])
-        else:  # a profiler listens: Triton's launcher calls its hooks
-            lean_runner(kernel, grid3)(stream, *args)
+        if not (_idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook)):
+            lean_runner(kernel, grid3)(stream, *args)  # a profiler listens: Triton's launcher calls its hooks
+        elif launch_kernel is not None:
+            launch_kernel(*fixed, (*[args[i] for i in keep], *scratch), stream)
+        else:
+            static.run(*grid3, stream, *[args[i] for i in keep])
 
     return launch
+
+
+def _c_entry(static: Any, grid3: tuple[int, int, int]) -> tuple[Callable, tuple, tuple] | None:
+    """torch's `_launch_kernel(function, grid x, y, z, warps, shared memory, argument types, arguments,
+    stream)` (torch 2.8 to 2.13), the fields before the arguments, and the scratch parameters (None) that
+    follow them on CUDA: what the launcher's `run` passes. None where its fields differ, or
+    FUSER_STATIC_LAUNCH=run."""
+    if os.environ.get("FUSER_STATIC_LAUNCH") == "run":
+        return None
+    try:
+        scratch = (None,) * (bool(static.has_global_scratch) + bool(static.has_profile_scratch))
+        fixed = (
+            static.function,
+            *grid3,
+            static.num_warps,
+            static.shared,
+            static.arg_tys + "O" * len(scratch),
+        )
+        return static.C_impl._launch_kernel, fixed, scratch
+    except AttributeError:
+        return None
 
 
 def _int_class(value: int) -> tuple[bool, bool, bool]:

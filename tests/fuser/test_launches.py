@@ -147,13 +147,18 @@ def _kernel() -> SimpleNamespace:
 
 
 class _StaticLauncher:
-    """Stands in for torch's StaticallyLaunchedCudaKernel: records what it is given."""
+    """Stands in for torch's StaticallyLaunchedCudaKernel: records what it is given, through its `run` or
+    its C entry point (with a global scratch parameter, as Triton 3.6's kernels have)."""
 
     def __init__(self, kernel, calls: list):
         self.arg_tys, self.calls = "Oi", calls
+        self.num_warps, self.shared, self.has_global_scratch, self.has_profile_scratch = 4, 0, True, False
+        self.function = None
+        self.C_impl = SimpleNamespace(_launch_kernel=lambda *args: calls.append(("C", args)))
 
     def load_kernel(self, device):
         self.calls.append(("load", device))
+        self.function = 0xF
 
     def run(self, *args):
         self.calls.append(("run", args))
@@ -169,10 +174,36 @@ def test_the_static_launcher_gets_only_the_parameters_the_compiled_kernel_takes(
     launch = direct_launch.static_runner(kernel, (3, 1, 1), 0)
     launch(77, "x", 1000, 1, 256)
     assert kernel._cubin_path == "/c/k.cubin"  # where torch's launcher reads the binary
-    assert calls == [("load", 0), ("run", (3, 1, 1, 77, "x", 1000))]
+    # torch's C entry point, as the launcher's `run` calls it: function, grid, warps, shared memory, the
+    # argument types with the scratch parameter's, the arguments and a None for it, the stream
+    assert calls == [("load", 0), ("C", (0xF, 3, 1, 1, 4, 0, "OiO", ("x", 1000, None), 77))]
     # A second launch of the same compiled kernel (another step, an identical layer) loads no module again.
     direct_launch.static_runner(kernel, (5, 1, 1), 0)(77, "y", 16, 1, 256)
-    assert calls[2:] == [("run", (5, 1, 1, 77, "y", 16))]
+    assert calls[2:] == [("C", (0xF, 5, 1, 1, 4, 0, "OiO", ("y", 16, None), 77))]
+
+
+def test_static_launch_through_the_launchers_run(monkeypatch):
+    """FUSER_STATIC_LAUNCH=run, or a torch whose launcher lacks the fields the C entry point takes, goes
+    through the launcher's Python `run`."""
+    from fuser.runtime import direct_launch
+
+    calls: list = []
+    monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: _StaticLauncher(k, calls))
+    monkeypatch.setenv("FUSER_STATIC_LAUNCH", "run")
+    direct_launch.static_runner(_kernel(), (3, 1, 1), 0)(77, "x", 1000, 1, 256)
+    monkeypatch.delenv("FUSER_STATIC_LAUNCH")
+
+    class Older(_StaticLauncher):
+        def __init__(self, kernel, calls):
+            super().__init__(kernel, calls)
+            del self.C_impl  # no C entry point to call
+
+    monkeypatch.setattr(direct_launch, "static_launcher_class", lambda: lambda k: Older(k, calls))
+    direct_launch.static_runner(_kernel(), (3, 1, 1), 0)(77, "z", 8, 1, 256)
+    assert [c for c in calls if c[0] != "load"] == [
+        ("run", (3, 1, 1, 77, "x", 1000)),
+        ("run", (3, 1, 1, 77, "z", 8)),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -234,11 +265,15 @@ def test_a_profiler_registered_after_the_first_launch_gets_its_hooks(monkeypatch
     assert through_triton == [(77, "x", 1000, 1, 256)] and calls == [("load", 0)]
 
 
-def test_a_real_kernel_through_torchs_static_launcher(device):
+@pytest.mark.parametrize("route", ["C entry point", "run"])
+def test_a_real_kernel_through_torchs_static_launcher(device, monkeypatch, route):
     """On a GPU: a Triton kernel with an integer specialized to the constant 1 and a constexpr, launched
-    through torch's static launcher, writes what Triton's own launch writes."""
+    through torch's static launcher (its C entry point called directly, or its `run`), writes what
+    Triton's own launch writes."""
     if device != "cuda":
         pytest.skip("needs FUSER_TEST_DEVICE=cuda (torch's static launcher is CUDA's)")
+    if route == "run":
+        monkeypatch.setenv("FUSER_STATIC_LAUNCH", "run")
     import triton
     import triton.language as tl
 
