@@ -9,7 +9,7 @@ prints the median and the spread of each. Backends: `eager` (Dynamo alone), `aot
 `inductor` (the default backend), `fuser` (as configured by default: each kernel compiled at its first
 launch), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
 signature, rather than torch's static one: `FUSER_STATIC_LAUNCH=0`), `fuser-pool` (its kernels compiled side by side by `fuser.runtime.compile_pool`, a worker per
-core but one, at most 16). For the fuser, `compile_graph_s` is the time inside its own compile step
+core but one, at most 16), `fuser-threads` (the same in as many threads of the process). For the fuser, `compile_graph_s` is the time inside its own compile step
 (`fuser.observing_compile`), Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
 """
 
@@ -35,6 +35,8 @@ BACKENDS = {  # name -> (torch.compile backend, environment)
     # each kernel launched through Triton's C launcher, built with gcc per signature at its first launch
     "fuser-triton-launcher": ("fuser", {"FUSER_STATIC_LAUNCH": "0"}),
     "fuser-pool": ("fuser", {"FUSER_COMPILE_WORKERS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
+    # the same compiles in threads of the process: ptxas runs side by side, Triton's Python does not
+    "fuser-threads": ("fuser", {"FUSER_COMPILE_THREADS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
 }
 
 
@@ -78,7 +80,9 @@ def one(model_name: str, backend_name: str, device: str) -> dict:
 def _fresh_process(model: str, backend: str, device: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="first-call-") as caches:
         inherited = {
-            k: v for k, v in os.environ.items() if k not in ("FUSER_COMPILE_WORKERS", "FUSER_STATIC_LAUNCH")
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("FUSER_COMPILE_WORKERS", "FUSER_COMPILE_THREADS", "FUSER_STATIC_LAUNCH")
         }
         env = inherited | BACKENDS[backend][1]
         env |= {

@@ -21,7 +21,10 @@ workers started at the first graph's kernels the pool did not shorten a first ca
 signature) serially in this process at first launches (records/call-path-parts-h200-2026-11-28-s19.md).
 Since session 20 kernels launch through torch's static launcher (`fuser.runtime.direct_launch`), which
 needs no build; a worker builds a job's C launcher (`build_launcher`) only where a launch would use
-Triton's. docs/design.md, "Compiling ahead".
+Triton's. FUSER_COMPILE_THREADS=N compiles in N threads of this process instead: no process to start,
+but only what releases the GIL runs side by side (ptxas, a subprocess per kernel: 5.4 s of llama's
+25 s first call under cProfile on the H200 box, session 21, against Triton's code generator's 4.8 s and
+LLVM's 4 s). docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +49,27 @@ from fuser.options import on_cuda
 log = logging.getLogger("fuser")
 
 WORKERS_ENV = "FUSER_COMPILE_WORKERS"
+THREADS_ENV = "FUSER_COMPILE_THREADS"
 # A graph with fewer new kernels than this compiles them at their launches: starting the workers
 # (each imports torch and Triton) costs more than a few compiles.
 MIN_NEW_KERNELS = 4
 WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
 
 
-def workers_wanted() -> int:
-    """FUSER_COMPILE_WORKERS: how many worker processes (0, the default: none)."""
-    value = os.environ.get(WORKERS_ENV, "") or "0"
+def _count(name: str, what: str) -> int:
+    value = os.environ.get(name, "") or "0"
     if not value.isdigit():
-        raise ValueError(f"fuser: {WORKERS_ENV}={value!r}; expected a number of worker processes (0: none)")
+        raise ValueError(f"fuser: {name}={value!r}; expected a number of {what} (0: none)")
     return int(value)
+
+
+def workers_wanted() -> int:
+    """How many compiles run side by side: FUSER_COMPILE_WORKERS processes or FUSER_COMPILE_THREADS
+    threads (0, the default: none)."""
+    processes, threads = _count(WORKERS_ENV, "worker processes"), _count(THREADS_ENV, "threads")
+    if processes and threads:
+        raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
+    return processes or threads
 
 
 Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
@@ -128,7 +140,21 @@ class Pool:
                     process.kill()
 
 
-_pool: Pool | None = None
+class ThreadPool:
+    """Threads of this process, each compiling one job at a time, as a worker process would."""
+
+    def __init__(self, threads: int):
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="fuser-compile")
+        self.made: dict = {}  # stand-in tensors, by dtype
+
+    def submit(self, compile_job: Job) -> Future:
+        return self.executor.submit(_answer, compile_job, self.made)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+
+
+_pool: Pool | ThreadPool | None = None
 _lock = threading.Lock()
 
 
@@ -138,15 +164,15 @@ def start_for(example_inputs: list) -> None:
         pool()
 
 
-def pool() -> Pool | None:
-    """The process's pool, started at the first call; None where FUSER_COMPILE_WORKERS is 0."""
+def pool() -> Pool | ThreadPool | None:
+    """The process's pool, started at the first call; None where no compile runs side by side."""
     global _pool
     with _lock:
         if _pool is None:
             workers = workers_wanted()
             if workers == 0:
                 return None
-            _pool = Pool(workers)
+            _pool = ThreadPool(workers) if _count(THREADS_ENV, "threads") else Pool(workers)
         return _pool
 
 
@@ -226,6 +252,13 @@ def build_launcher(compiled: Any) -> None:
     driver.active.launcher_cls(compiled.src, compiled.metadata)
 
 
+def _answer(compile_job: Job, made: dict) -> dict[str, Any]:
+    try:
+        return _compile(compile_job, made)
+    except Exception as error:  # the launch compiles it itself
+        return {"error": f"{type(error).__name__}: {str(error)[:2000]}"}
+
+
 def main() -> None:
     # Answers go through a copy of stdout; anything else printed (by Triton, by a tool) goes to stderr.
     answers = os.fdopen(os.dup(1), "w")
@@ -233,11 +266,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     made: dict = {}
     for line in sys.stdin:
-        try:
-            answer = _compile(json.loads(line), made)
-        except Exception as error:
-            answer = {"error": f"{type(error).__name__}: {str(error)[:2000]}"}
-        answers.write(json.dumps(answer) + "\n")
+        answers.write(json.dumps(_answer(json.loads(line), made)) + "\n")
         answers.flush()
 
 

@@ -10,22 +10,23 @@ import pytest
 import torch
 
 from fuser.explain import explain
-from fuser.runtime import compile_pool, kernel_cache
+from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache
 
 
 def _bias_sigmoid(x, y):
     return torch.sigmoid(x) * y + 1
 
 
+@pytest.mark.parametrize("pool_class", [compile_pool.Pool, compile_pool.ThreadPool])
 def test_a_worker_compiles_a_kernel_for_a_gpu_into_tritons_disk_cache_and_reports_what_it_cannot(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, pool_class
 ):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     (source,) = explain(_bias_sigmoid, torch.randn(37, 5), torch.randn(37, 5)).kernels
     path = kernel_cache.kernel_file(source)
     args = [torch.float32, torch.float32, torch.float32, 185]
     options = {"BLOCK": 1024, "num_warps": 4}
-    pool = compile_pool.Pool(1)
+    pool = pool_class(1)
     try:
         missing = pool.submit(compile_pool.job(path, "no_such_kernel", args, options, 90))
         done = pool.submit(compile_pool.job(path, source.name, args, options, 90))
@@ -47,11 +48,43 @@ def test_a_compile_job_takes_tensors_as_dtypes_and_integers_and_names_anything_e
         compile_pool.job(Path("k.py"), "k", [0.5], {}, 90)
 
 
+@pytest.mark.parametrize("name", [compile_pool.WORKERS_ENV, compile_pool.THREADS_ENV])
 @pytest.mark.parametrize("value", ["-1", "many"])
-def test_a_bad_worker_count_is_named(value, monkeypatch):
-    monkeypatch.setenv(compile_pool.WORKERS_ENV, value)
-    with pytest.raises(ValueError, match=f"FUSER_COMPILE_WORKERS={value!r}"):
+def test_a_bad_worker_count_is_named(name, value, monkeypatch):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=f"{name}={value!r}"):
         compile_pool.workers_wanted()
+
+
+def test_processes_and_threads_are_not_both_asked_for(monkeypatch):
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "2")
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
+    with pytest.raises(ValueError, match="not both"):
+        compile_pool.workers_wanted()
+
+
+def test_threads_compile_side_by_side_what_one_compiles_alone(tmp_path, monkeypatch):
+    """Triton compiles in several threads at once (the GIL released around ptxas): the binaries are the
+    ones a single thread writes, byte for byte. Six specializations of one kernel: its size odd, a
+    multiple of 16, or 1 (a constant), under two block sizes."""
+    (source,) = explain(_bias_sigmoid, torch.randn(37, 5), torch.randn(37, 5)).kernels
+    path = kernel_cache.kernel_file(source)
+    jobs = [
+        compile_pool.job(path, source.name, [torch.float32] * 3 + [n], {"BLOCK": block, "num_warps": 4}, 90)
+        for n in (185, 192, 1)
+        for block in (128, 1024)
+    ]
+    binaries = {}
+    for threads in (1, 4):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"triton-{threads}"))
+        monkeypatch.setattr(gpu_compile_check, "_compiled", {})  # its memo of this process's compiles
+        pool = compile_pool.ThreadPool(threads)
+        answers = [pool.submit(job) for job in jobs]
+        pool.close()
+        assert not [a.result() for a in answers if "error" in a.result()]
+        found = (tmp_path / f"triton-{threads}").rglob("*.cubin")
+        binaries[threads] = sorted(c.read_bytes() for c in found)
+    assert len(binaries[1]) == len(jobs) and binaries[4] == binaries[1]
 
 
 class _Step:
@@ -85,14 +118,17 @@ def test_only_a_graph_with_enough_kernels_new_to_the_process_hands_them_to_the_p
     assert all(s.asked == [((3,), 90, "the pool")] for s in enough) and old.asked == []
 
 
-def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(device, tmp_path, monkeypatch):
+@pytest.mark.parametrize("pool_class", [compile_pool.Pool, compile_pool.ThreadPool])
+def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
+    device, tmp_path, monkeypatch, pool_class
+):
     """Every kernel the first call launches was compiled by the pool: Triton's cache holds one cubin per
     job and no more (a launch whose key differed from its job's would have compiled another)."""
     if device != "cuda":
         pytest.skip("needs FUSER_TEST_DEVICE=cuda")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     jobs, answers = [], []
-    pool = compile_pool.Pool(2)
+    pool = pool_class(2)
     submit = pool.submit
 
     def recorded(job):
