@@ -6,10 +6,11 @@ caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in
 
 runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
 prints the median and the spread of each. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
-`inductor` (the default backend), `fuser` (as configured by default: each kernel compiled at its first
-launch), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
+`inductor` (the default backend), `fuser` (as configured by default: a graph's kernels compiled ahead,
+side by side, in threads), `fuser-at-launch` (each kernel compiled at its first launch, one after
+another: `FUSER_COMPILE_THREADS=0`), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
 signature, rather than torch's static one: `FUSER_STATIC_LAUNCH=0`), `fuser-pool` (its kernels compiled side by side by `fuser.runtime.compile_pool`, a worker per
-core but one, at most 16), `fuser-threads` (the same in as many threads of the process). For the fuser, `compile_graph_s` is the time inside its own compile step
+core but one, at most 16). For the fuser, `compile_graph_s` is the time inside its own compile step
 (`fuser.observing_compile`), Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
 """
 
@@ -31,12 +32,11 @@ BACKENDS = {  # name -> (torch.compile backend, environment)
     "eager": ("eager", {}),
     "aot_eager": ("aot_eager", {}),
     "inductor": ("inductor", {}),
-    "fuser": ("fuser", {}),  # as configured by default (FUSER_COMPILE_WORKERS unset: no workers)
+    "fuser": ("fuser", {}),  # as configured by default (since session 21: kernels compiled ahead in threads)
+    "fuser-at-launch": ("fuser", {"FUSER_COMPILE_THREADS": "0"}),  # each kernel compiled at its first launch
     # each kernel launched through Triton's C launcher, built with gcc per signature at its first launch
     "fuser-triton-launcher": ("fuser", {"FUSER_STATIC_LAUNCH": "0"}),
     "fuser-pool": ("fuser", {"FUSER_COMPILE_WORKERS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
-    # the same compiles in threads of the process: ptxas runs side by side, Triton's Python does not
-    "fuser-threads": ("fuser", {"FUSER_COMPILE_THREADS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
 }
 
 

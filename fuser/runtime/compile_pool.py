@@ -1,30 +1,23 @@
-"""Compiling a graph's kernels for the GPU side by side, in worker processes, before their first launch.
+"""Compiling a graph's kernels for the GPU side by side, before their first launch.
 
-Triton compiles a kernel at its first launch, one after another: a model's first call spent most of its
-time there (GPT-2's forward and backward: about 100 kernels). So when a graph with several kernels new to
-this process is compiled for CUDA, each kernel's launches are handed to a pool of worker processes at
-once, with arguments that specialize as the launch's will (`fuser.runtime.gpu_compile_check` binds them through
-Triton's own binder, with the options `JITFunction.run` adds); each worker writes its compile into
-Triton's disk cache. A launch waits for its own kernel's compile only, then finds it in the cache.
+Triton compiles a kernel at its first launch, one after another: llama's first call (forward and
+backward, about 34 kernels) spent 14 s of 25 s there under cProfile on the H200 box (session 21): ptxas
+5.4 s, Triton's code generator 4.8 s, LLVM 4 s. So when a graph with several kernels new to this process
+is compiled for CUDA, each kernel's launches are handed at once to a pool, with arguments that specialize
+as the launch's will (`fuser.runtime.gpu_compile_check` binds them through Triton's own binder, with the
+options `JITFunction.run` adds); the pool writes each compile into Triton's disk cache. A launch waits for
+its own kernel's compile only, then finds it in the cache. Nothing here changes what runs: a compile the
+pool could not do, or whose key a launch does not match, is compiled at the launch as before.
 
-Nothing here changes what runs: a compile a worker could not do, or whose key a launch does not match
-(an argument that specializes differently at run time), is compiled at the launch as before.
-
-The workers are `python -m fuser.runtime.compile_pool` processes (not multiprocessing's: its spawn
-re-runs a user's script that has no main guard), started when the backend is first handed a graph over
-CUDA tensors (`start_for`: they import torch and Triton while AOTAutograd traces) and kept for the
-process's life. FUSER_COMPILE_WORKERS sets how many; it is off (0) by default. On the lent H100 (session
-15) a launch found every kernel a worker compiled (tests/fuser/test_compile_pool.py on CUDA), but with the
-workers started at the first graph's kernels the pool did not shorten a first call (gpt2 38.9 s against
-33.0 s without it; records/first-call-h100-2026-11-28-s15.md), nor on the H200 started with the backend
-(session 19): a first call then spent 9.5 s building Triton's C launchers (a `gcc` run per kernel
-signature) serially in this process at first launches (records/call-path-parts-h200-2026-11-28-s19.md).
-Since session 20 kernels launch through torch's static launcher (`fuser.runtime.direct_launch`), which
-needs no build; a worker builds a job's C launcher (`build_launcher`) only where a launch would use
-Triton's. FUSER_COMPILE_THREADS=N compiles in N threads of this process instead: no process to start,
-but only what releases the GIL runs side by side (ptxas, a subprocess per kernel: 5.4 s of llama's
-25 s first call under cProfile on the H200 box, session 21, against Triton's code generator's 4.8 s and
-LLVM's 4 s). docs/design.md, "Compiling ahead".
+By default the pool is threads of this process (FUSER_COMPILE_THREADS, a thread per core but one, at most
+16; 0: none): ptxas runs side by side (a subprocess per kernel), and nothing has to start. Llama's first
+call took 11.9 s that way, against 23.5 s compiled at launches and Inductor's 13.2 s
+(records/first-call-h200-2026-11-28-s21.md). FUSER_COMPILE_WORKERS=N uses worker processes instead
+(`python -m fuser.runtime.compile_pool`, not multiprocessing's: its spawn re-runs a user's script that has
+no main guard), started when the backend is first handed a graph over CUDA tensors (`start_for`); each
+imports torch and Triton, which cost more than it saved (16.6 s on llama, session 21). A worker builds a
+job's C launcher (`build_launcher`) only where a launch would use Triton's rather than torch's static one
+(`fuser.runtime.direct_launch`). docs/design.md, "Compiling ahead".
 """
 
 from __future__ import annotations
@@ -53,23 +46,32 @@ THREADS_ENV = "FUSER_COMPILE_THREADS"
 # A graph with fewer new kernels than this compiles them at their launches: starting the workers
 # (each imports torch and Triton) costs more than a few compiles.
 MIN_NEW_KERNELS = 4
+DEFAULT_THREADS = min(16, max(1, (os.cpu_count() or 2) - 1))
 WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
 
 
-def _count(name: str, what: str) -> int:
-    value = os.environ.get(name, "") or "0"
+def _count(name: str, what: str, default: int = 0) -> int:
+    value = os.environ.get(name, "") or str(default)
     if not value.isdigit():
         raise ValueError(f"fuser: {name}={value!r}; expected a number of {what} (0: none)")
     return int(value)
 
 
-def workers_wanted() -> int:
-    """How many compiles run side by side: FUSER_COMPILE_WORKERS processes or FUSER_COMPILE_THREADS
-    threads (0, the default: none)."""
-    processes, threads = _count(WORKERS_ENV, "worker processes"), _count(THREADS_ENV, "threads")
+def wanted() -> tuple[str, int]:
+    """How a graph's kernels compile side by side: ("processes", FUSER_COMPILE_WORKERS) where that is
+    set, else ("threads", FUSER_COMPILE_THREADS), by default a thread per core but one, at most 16
+    (llama's first call on the H200 box: 11.9 s, against 23.5 s compiled at launches and Inductor's
+    13.2 s; session 21). A count of 0: none."""
+    processes = _count(WORKERS_ENV, "worker processes")
+    threads = _count(THREADS_ENV, "threads", default=0 if processes else DEFAULT_THREADS)
     if processes and threads:
         raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
-    return processes or threads
+    return ("processes", processes) if processes else ("threads", threads)
+
+
+def workers_wanted() -> int:
+    """How many compiles run side by side (0: none; each compiles at its first launch)."""
+    return wanted()[1]
 
 
 Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
@@ -160,7 +162,7 @@ _lock = threading.Lock()
 
 def start_for(example_inputs: list) -> None:
     """Start the pool, where workers are asked for and the graph's inputs are on a CUDA device."""
-    if workers_wanted() and torch.version.hip is None and on_cuda(example_inputs):
+    if wanted()[0] == "processes" and torch.version.hip is None and on_cuda(example_inputs):
         pool()
 
 
@@ -169,10 +171,10 @@ def pool() -> Pool | ThreadPool | None:
     global _pool
     with _lock:
         if _pool is None:
-            workers = workers_wanted()
+            kind, workers = wanted()
             if workers == 0:
                 return None
-            _pool = ThreadPool(workers) if _count(THREADS_ENV, "threads") else Pool(workers)
+            _pool = ThreadPool(workers) if kind == "threads" else Pool(workers)
         return _pool
 
 
@@ -181,7 +183,7 @@ def ahead(steps: list, key: tuple[int, ...]) -> None:
     sizes, where enough of them are new to this process. A step offers `compile_ahead(key, capability,
     pool)` and `loaded()`."""
     if _pool is None and workers_wanted() == 0:
-        return  # the default: every kernel compiles at its launch
+        return  # every kernel compiles at its launch
     launching = [s for s in steps if hasattr(s, "compile_ahead") and not s.interpreted]
     new = [s for s in launching if not s.loaded()]
     if len(new) < MIN_NEW_KERNELS:

@@ -161,9 +161,17 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
     assert not [a.result() for a in answers if "launcher" in a.result()]
 
 
-def test_no_worker_starts_unless_asked_for(monkeypatch):
-    """Off by default until measured on a GPU (the module's docstring says what is left to measure)."""
+def test_by_default_threads_compile_and_either_count_switches_them(monkeypatch):
+    """Threads by default (measured on the H200: the module's docstring); FUSER_COMPILE_THREADS=0
+    compiles each kernel at its launch; FUSER_COMPILE_WORKERS=N asks for processes instead."""
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
+    monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
+    assert compile_pool.wanted() == ("threads", compile_pool.DEFAULT_THREADS)
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
+    assert compile_pool.wanted() == ("processes", 3)
+    monkeypatch.delenv(compile_pool.WORKERS_ENV)
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
+    monkeypatch.setattr(compile_pool, "_pool", None)
     assert compile_pool.workers_wanted() == 0 and compile_pool.pool() is None
     steps = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS)]
     compile_pool.ahead(steps, ())
@@ -181,7 +189,7 @@ def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
-    compile_pool.start_for(on_gpu)
+    compile_pool.start_for(on_gpu)  # threads (the default) need no start
     monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
     compile_pool.start_for(on_cpu)
     assert not started
