@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from fuser.options import on_cuda
 
@@ -194,11 +195,19 @@ def ahead(steps: list, key: tuple[int, ...]) -> None:
     if shared is None:
         return
     major, minor = torch.cuda.get_device_capability(new[0].device)
-    for step in new:
-        try:
-            step.compile_ahead(key, 10 * major + minor, shared)
-        except Exception as error:  # it compiles at its launch, as without the pool
-            log.debug("fuser: %s not compiled ahead (%s: %s)", step.name, type(error).__name__, error)
+    hand_over(new, key, 10 * major + minor, shared)
+
+
+def hand_over(steps: list, key: tuple[int, ...], capability: int, shared: Pool | ThreadPool) -> None:
+    """Each step's compiles for this binding, to the pool. The backend compiles a graph under
+    AOTAutograd's fake mode, and the launch a step makes here is kept for its calls: its tensors (a
+    horizontal kernel's tables) must be real ones (fake ones failed the first call on the H200, session 21)."""
+    with unset_fake_temporarily():
+        for step in steps:
+            try:
+                step.compile_ahead(key, capability, shared)
+            except Exception as error:  # it compiles at its launch, as without the pool
+                log.debug("fuser: %s not compiled ahead (%s: %s)", step.name, type(error).__name__, error)
 
 
 def wait(pending: Future | None) -> None:
