@@ -9,9 +9,12 @@ not validated for the test's architecture and dtype. Tests of the gate itself ar
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import fuser
+from fuser.runtime import compile_pool
 
 # The fuser's reasons for leaving a lowerable op eager because of the manifest (fuser/validate/validation.py).
 VALIDATION_REASONS = ("not validated", "validation is stale", "no validation manifest")
@@ -48,3 +51,23 @@ def pytest_runtest_call(item: pytest.Item):
                     f"the fuser ran {', '.join(ops)} eagerly: not validated here, so this test compared "
                     f"eager with eager ({left[0][1]})"
                 )
+
+
+@pytest.fixture(autouse=True)
+def hand_every_step_over(monkeypatch):
+    """FUSER_TEST_HAND_OVER=1: each compiled graph hands every step's compiles over as a CUDA first call
+    does by default (`compile_pool.hand_over`, from inside the compiler), to a pool that takes them and
+    compiles nothing. The CPU's steps are interpreted, so `ahead` hands nothing over here: with this, every
+    test also runs the launches made for the compiles ahead (session 21: a horizontal kernel's tables
+    were fake tensors, and only the CUDA tests saw it)."""
+    if os.environ.get("FUSER_TEST_HAND_OVER") != "1":
+        return
+
+    class Taking:
+        def submit(self, compile_job):
+            return None
+
+    def ahead(steps, key):
+        compile_pool.hand_over([s for s in steps if hasattr(s, "compile_ahead")], key, 90, Taking())
+
+    monkeypatch.setattr(compile_pool, "ahead", ahead)
