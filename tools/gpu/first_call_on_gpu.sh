@@ -2,6 +2,9 @@
 # The first call of zoo models (forward and backward, fp32) from empty caches, per backend, on the lent
 # GPU (issue 29 item 4; recorded in docs/gpu-runs.md), and the compile pool's GPU test:
 #   MODELS="gpt2 t5" REPEATS=3 bash tools/gpu/first_call_on_gpu.sh
+# A first-call process takes 30-40 s with its imports (the GPU machine writes no bytecode caches), so one
+# device call holds about a dozen: two models, two backends, three repeats. Since session 21 `fuser` is
+# the default configuration (kernels compiled ahead in threads); `fuser-at-launch` is the old one.
 #   STEPS="env pool" ...        only the versions and tests/fuser/test_compile_pool.py on CUDA
 # Writes $OUT/first_call.json (every run) and each step's log; the bench prints the table of medians.
 set -uo pipefail
@@ -13,5 +16,5 @@ step env 30 0 bash -c versions
 step pool 120 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_compile_pool.py -q -p no:cacheprovider
 # shellcheck disable=SC2086  # MODELS and BACKENDS are lists
 step bench 600 5 "$PYTHON" benchmarks/first_call.py --device cuda --models ${MODELS:-gpt2} \
-    --backends ${BACKENDS:-inductor fuser fuser-pool} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
+    --backends ${BACKENDS:-inductor fuser} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
     --json "$OUT/first_call.json"
