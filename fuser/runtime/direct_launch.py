@@ -81,12 +81,17 @@ def lean_runner(kernel: Any, grid3: tuple[int, int, int]) -> Callable:
 
 @functools.cache
 def static_launcher_class() -> type | None:
-    """torch's `StaticallyLaunchedCudaKernel` (its module was renamed between torch 2.11 and 2.13), or None
-    where this torch has no static CUDA launcher or FUSER_STATIC_LAUNCH=0."""
+    """torch's `StaticallyLaunchedCudaKernel`, or None where this torch has no static CUDA launcher (a CPU
+    or ROCm build) or FUSER_STATIC_LAUNCH=0."""
     if os.environ.get("FUSER_STATIC_LAUNCH", "1") == "0" or not hasattr(torch._C, "_StaticCudaLauncher"):
         return None
-    if torch.version.hip:  # ROCm kernels take both scratch parameters always: `run` knows, `_c_launch` not
+    if torch.version.hip:  # ROCm kernels take both scratch parameters always: `run` knows, `_c_entry` not
         return None
+    return torch_launcher_class()
+
+
+def torch_launcher_class() -> type | None:
+    """The class itself, on any build (its module was renamed between torch 2.11 and 2.13)."""
     for module in ("static_triton_launcher", "static_cuda_launcher"):
         try:
             return importlib.import_module(f"torch._inductor.runtime.{module}").StaticallyLaunchedCudaKernel

@@ -325,3 +325,34 @@ def test_on_a_gpu_a_first_call_builds_no_launcher_with_the_c_compiler(device, tm
 
     assert first_call("static", static=True, shift=0.8125) == []
     assert first_call("triton", static=False, shift=0.6875)  # the check can see a launcher built
+
+
+def test_the_c_entry_call_is_the_one_torchs_launcher_makes(tmp_path, monkeypatch):
+    """With this torch's own StaticallyLaunchedCudaKernel over a kernel compiled for sm_90 (on any
+    machine: nothing is launched), the direct call of `_launch_kernel` passes what the launcher's `run`
+    passes, field for field, scratch parameters included: a torch that changes its call fails here,
+    before a GPU would launch a kernel with the old one."""
+    from fuser.explain import explain
+    from fuser.runtime import direct_launch, gpu_compile_check, kernel_cache
+
+    launcher_class = direct_launch.torch_launcher_class()
+    assert launcher_class is not None, "torch 2.11 to 2.13 have a StaticallyLaunchedCudaKernel"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+
+    def bias_sigmoid(x, y):
+        return torch.sigmoid(x) * y + 1
+
+    (source,) = explain(bias_sigmoid, torch.randn(37, 5), torch.randn(37, 5)).kernels
+    jit_fn = kernel_cache.load_file(kernel_cache.kernel_file(source), source.name)
+    standins = [torch.empty(16)] * 3 + [185]
+    kernel = gpu_compile_check.compile_for_cuda(jit_fn, standins, {"BLOCK": 1024, "num_warps": 4}, 90)
+    kernel._cubin_path = next(p for name, p in kernel.metadata_group.items() if name.endswith(".cubin"))
+    static = launcher_class(kernel)
+    static.function = 0xF  # what load_kernel sets on a GPU
+    calls: list = []
+    static.C_impl = SimpleNamespace(_launch_kernel=lambda *args: calls.append(args))
+    kept = [[0x1000, 0x2000, 0x3000, 185][i] for i in direct_launch.launched_positions(kernel)]
+    static.run(3, 1, 1, 77, *kept)
+    launch_kernel, fixed, scratch = direct_launch._c_entry(static, (3, 1, 1))
+    launch_kernel(*fixed, (*kept, *scratch), 77)
+    assert len(calls) == 2 and calls[1] == calls[0], calls
