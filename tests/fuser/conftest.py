@@ -54,14 +54,20 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 @pytest.fixture(autouse=True)
-def hand_every_step_over(monkeypatch):
-    """FUSER_TEST_HAND_OVER=1: each compiled graph hands every step's compiles over as a CUDA first call
-    does by default (`compile_pool.hand_over`, from inside the compiler), to a pool that takes them and
-    compiles nothing. The CPU's steps are interpreted, so `ahead` hands nothing over here: with this, every
-    test also runs the launches made for the compiles ahead (session 21: a horizontal kernel's tables
-    were fake tensors, and only the CUDA tests saw it)."""
-    if os.environ.get("FUSER_TEST_HAND_OVER") != "1":
-        return
+def hand_every_step_over(request, monkeypatch):
+    """Each compiled graph hands every step's compiles over as a CUDA first call does by default
+    (`compile_pool.hand_over`, from inside the compiler), to a pool that takes them and compiles nothing.
+    The CPU's steps are interpreted, so `ahead` hands nothing over there: with this, every test also runs
+    the launches made for the compiles ahead (session 21: a horizontal kernel's tables were fake tensors,
+    and only the CUDA tests saw it). On a GPU the real `ahead` runs. FUSER_TEST_HAND_OVER=0 turns it off
+    (the conformance suite runs the CPU's configuration as users get it)."""
+    off = os.environ.get("FUSER_TEST_HAND_OVER", "1") != "1"
+    if (
+        off
+        or os.environ.get("FUSER_TEST_DEVICE") == "cuda"
+        or request.module.__name__.endswith("test_compile_pool")
+    ):
+        return  # off, on a GPU (the real `ahead` compiles), or a test of `ahead` itself
 
     class Taking:
         def submit(self, compile_job):
