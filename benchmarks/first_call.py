@@ -5,7 +5,8 @@ caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in
         --repeats 3 --json first_call.json
 
 runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
-prints the median and the spread of each. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
+prints the median and the spread of each. Every process reads the imported packages' bytecode from one
+cache compiled first (`bytecode_cache`), as from a user's installation. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
 `inductor` (the default backend), `fuser` (as configured by default: a graph's kernels compiled ahead,
 side by side, in threads), `fuser-at-launch` (each kernel compiled at its first launch, one after
 another: `FUSER_COMPILE_THREADS=0`), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
@@ -77,11 +78,39 @@ def one(model_name: str, backend_name: str, device: str) -> dict:
     }
 
 
-def _fresh_process(model: str, backend: str, device: str) -> dict:
+def bytecode_cache(folder: str) -> dict[str, str]:
+    """Compile the packages a first call imports (torch, Triton, the model libraries, this project) into
+    `folder` once, and return the environment that has every measured process read them there. A user's
+    installation holds them (pip compiles at install); the lent GPU machine's does not and writes none
+    (PYTHONDONTWRITEBYTECODE), so each process compiled the source of every module it imported: about
+    10 s of a llama process, 1.15 s of it inside the fuser's timed first call and 0.55 s inside
+    Inductor's (records/first-call-h200-2026-11-28-s21.md)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    packages = ["torch", "triton", "transformers", "timm", "fuser", "conformance"]
+    folders = [
+        location
+        for name in packages
+        if (spec := importlib.util.find_spec(name)) is not None
+        for location in spec.submodule_search_locations or []
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = folder
+    # A file that does not compile (a template among a package's sources) is left to fail at import, if
+    # it is imported at all: compileall's exit status says nothing here.
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *folders], env=env, capture_output=True
+    )
+    return env
+
+
+def _fresh_process(model: str, backend: str, device: str, base: dict[str, str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="first-call-") as caches:
         inherited = {
             k: v
-            for k, v in os.environ.items()
+            for k, v in base.items()
             if k not in ("FUSER_COMPILE_WORKERS", "FUSER_COMPILE_THREADS", "FUSER_STATIC_LAUNCH")
         }
         env = inherited | BACKENDS[backend][1]
@@ -115,12 +144,14 @@ def main() -> None:
         parser.error(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
     order = random.Random(args.seed)
     runs = []
-    for repeat in range(args.repeats):
-        for model in args.models:
-            for backend in order.sample(args.backends, len(args.backends)):
-                run = _fresh_process(model, backend, args.device) | {"repeat": repeat}
-                print(json.dumps(run), flush=True)
-                runs.append(run)
+    with tempfile.TemporaryDirectory(prefix="first-call-bytecode-") as folder:
+        base = bytecode_cache(folder)
+        for repeat in range(args.repeats):
+            for model in args.models:
+                for backend in order.sample(args.backends, len(args.backends)):
+                    run = _fresh_process(model, backend, args.device, base) | {"repeat": repeat}
+                    print(json.dumps(run), flush=True)
+                    runs.append(run)
     print("\n| model | " + " | ".join(args.backends) + " |")
     print("|---|" + "---|" * len(args.backends))
     for model in args.models:
