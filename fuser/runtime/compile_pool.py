@@ -13,12 +13,14 @@ By default the pool is threads of this process (FUSER_COMPILE_THREADS, a thread 
 16; 0: none): ptxas (a subprocess per kernel) and LLVM's passes (Triton releases the GIL around them)
 run side by side, Triton's Python code generator does not, and nothing has to start; Triton's own
 `AsyncCompileMode` compiles in a thread pool the same way. Llama's first call took 11.9 s that way,
-against 23.5 s compiled at launches and Inductor's 13.2 s (records/first-call-h200-2026-11-28-s21.md). FUSER_COMPILE_WORKERS=N uses worker processes instead
-(`python -m fuser.runtime.compile_pool`, not multiprocessing's: its spawn re-runs a user's script that has
-no main guard), started when the backend is first handed a graph over CUDA tensors (`start_for`); each
-imports torch and Triton, which cost more than it saved (16.6 s on llama, session 21). A worker builds a
-job's C launcher (`build_launcher`) only where a launch would use Triton's rather than torch's static one
-(`fuser.runtime.direct_launch`). docs/design.md, "Compiling ahead".
+against 23.5 s compiled at launches and Inductor's 13.2 s (records/first-call-h200-2026-11-28-s21.md).
+
+FUSER_COMPILE_WORKERS=N uses worker processes instead (`python -m fuser.runtime.compile_pool`, not
+multiprocessing's: its spawn re-runs a user's script that has no main guard), started when the backend is
+first handed a graph over CUDA tensors (`start_for`); each imports torch and Triton, which cost more than
+it saved (16.6 s on llama, session 21). A worker builds a job's C launcher (`build_launcher`) only where a
+launch would use Triton's rather than torch's static one (`fuser.runtime.direct_launch`). docs/design.md,
+"Compiling ahead".
 """
 
 from __future__ import annotations
