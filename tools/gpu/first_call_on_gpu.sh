@@ -5,7 +5,8 @@
 # A first-call process took 30-40 s with its imports in session 21 (the GPU machine writes no bytecode
 # caches; the bench now compiles them once, first), so one device call holds about a dozen: two models,
 # two backends, three repeats. Since session 21 `fuser` is the default configuration (kernels compiled
-# ahead in threads); `fuser-at-launch` is the old one.
+# ahead in threads); `fuser-at-launch` is the old one. `aot_eager` (Dynamo and AOTAutograd, no backend
+# compile) is the share of a first call that is not the backend's own (issue 29 item 4).
 #   STEPS="env pool" ...        only the versions and tests/fuser/test_compile_pool.py on CUDA
 # Writes $OUT/first_call.json (every run) and each step's log; the bench prints the table of medians.
 set -uo pipefail
@@ -17,5 +18,5 @@ step env 30 0 bash -c versions
 step pool 120 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_compile_pool.py -q -p no:cacheprovider
 # shellcheck disable=SC2086  # MODELS and BACKENDS are lists
 step bench 600 5 "$PYTHON" benchmarks/first_call.py --device cuda --models ${MODELS:-gpt2} \
-    --backends ${BACKENDS:-inductor fuser} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
+    --backends ${BACKENDS:-aot_eager inductor fuser} --repeats "${REPEATS:-3}" --seed "${SEED:-0}" \
     --json "$OUT/first_call.json"
