@@ -2,12 +2,12 @@
 # The first call of zoo models (forward and backward, fp32) from empty caches, per backend, on the lent
 # GPU (issue 29 item 4; recorded in docs/gpu-runs.md), and the compile pool's GPU test:
 #   MODELS="gpt2 t5" REPEATS=3 bash tools/gpu/first_call_on_gpu.sh
-# A first-call process took 30-40 s with its imports in session 21 (the GPU machine writes no bytecode
-# caches; the bench now compiles them once, first), so one device call holds about a dozen: two models,
-# two backends, three repeats. Since session 21 `fuser` is the default configuration (kernels compiled
-# ahead in threads); `fuser-at-launch` is the old one. `aot_eager` (Dynamo and AOTAutograd, no backend
-# compile) is the share of a first call that is not the backend's own (issue 29 item 4).
 #   STEPS="env pool" ...        only the versions and tests/fuser/test_compile_pool.py on CUDA
+# Backends: `aot_eager` (Dynamo and AOTAutograd, no backend compile: the share of a first call that is
+# not the backend's own), `inductor`, and `fuser` as configured by default (since session 21 its kernels
+# compiled ahead in threads; `fuser-at-launch` is the old way). A process took 30-40 s with its imports
+# in session 21, when the GPU machine compiled every imported module's source in each process (the bench
+# now compiles their bytecode once, first): a device call of ten minutes held about a dozen processes.
 # Writes $OUT/first_call.json (every run) and each step's log; the bench prints the table of medians.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
