@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -85,10 +88,6 @@ def bytecode_cache(folder: str) -> dict[str, str]:
     (PYTHONDONTWRITEBYTECODE), so each process compiled the source of every module it imported: about
     10 s of a llama process, 1.15 s of it inside the fuser's timed first call and 0.55 s inside
     Inductor's (records/first-call-h200-2026-11-28-s21.md)."""
-    import importlib.util
-    import subprocess
-    import sys
-
     packages = ["torch", "triton", "transformers", "timm", "fuser", "conformance"]
     folders = [
         location

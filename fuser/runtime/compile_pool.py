@@ -47,8 +47,8 @@ log = logging.getLogger("fuser")
 
 WORKERS_ENV = "FUSER_COMPILE_WORKERS"
 THREADS_ENV = "FUSER_COMPILE_THREADS"
-# A graph with fewer new kernels than this compiles them at their launches: starting the workers
-# (each imports torch and Triton) costs more than a few compiles.
+# A graph with fewer new kernels than this compiles them at their launches: starting worker processes
+# (each imports torch and Triton) cost more than a few compiles (threads keep the minimum, unmeasured).
 MIN_NEW_KERNELS = 4
 DEFAULT_THREADS = min(16, max(1, (os.cpu_count() or 2) - 1))
 WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
@@ -71,11 +71,6 @@ def wanted() -> tuple[str, int]:
     if processes and threads:
         raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
     return ("processes", processes) if processes else ("threads", threads)
-
-
-def workers_wanted() -> int:
-    """How many compiles run side by side (0: none; each compiles at its first launch)."""
-    return wanted()[1]
 
 
 Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
@@ -186,7 +181,7 @@ def ahead(steps: list, key: tuple[int, ...]) -> None:
     """Hand the compiles of `steps`' CUDA kernels to the pool, for the launches of this binding of the
     sizes, where enough of them are new to this process. A step offers `compile_ahead(key, capability,
     pool)` and `loaded()`."""
-    if _pool is None and workers_wanted() == 0:
+    if _pool is None and wanted()[1] == 0:
         return  # every kernel compiles at its launch
     launching = [s for s in steps if hasattr(s, "compile_ahead") and not s.interpreted]
     new = [s for s in launching if not s.loaded()]

@@ -53,14 +53,14 @@ def test_a_compile_job_takes_tensors_as_dtypes_and_integers_and_names_anything_e
 def test_a_bad_worker_count_is_named(name, value, monkeypatch):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=f"{name}={value!r}"):
-        compile_pool.workers_wanted()
+        compile_pool.wanted()
 
 
 def test_processes_and_threads_are_not_both_asked_for(monkeypatch):
     monkeypatch.setenv(compile_pool.WORKERS_ENV, "2")
     monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
     with pytest.raises(ValueError, match="not both"):
-        compile_pool.workers_wanted()
+        compile_pool.wanted()
 
 
 def test_threads_compile_side_by_side_what_one_compiles_alone(tmp_path, monkeypatch):
@@ -172,7 +172,7 @@ def test_by_default_threads_compile_and_either_count_switches_them(monkeypatch):
     monkeypatch.delenv(compile_pool.WORKERS_ENV)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
     monkeypatch.setattr(compile_pool, "_pool", None)
-    assert compile_pool.workers_wanted() == 0 and compile_pool.pool() is None
+    assert compile_pool.wanted() == ("threads", 0) and compile_pool.pool() is None
     steps = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS)]
     compile_pool.ahead(steps, ())
     assert not any(s.asked for s in steps)
