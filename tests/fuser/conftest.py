@@ -53,14 +53,34 @@ def pytest_runtest_call(item: pytest.Item):
                 )
 
 
+@pytest.fixture
+def hand_steps_over_to(monkeypatch):
+    """Have each compiled graph hand every step's compiles over to `pool` (its `submit` takes a job), from
+    where the compiler calls `compile_pool.ahead`, as a CUDA first call does by default. The CPU's steps
+    are interpreted, so the real `ahead` hands nothing over there."""
+
+    def hand_over_to(pool) -> None:
+        def ahead(steps, key):
+            compile_pool.hand_over([s for s in steps if hasattr(s, "compile_ahead")], key, 90, pool)
+
+        monkeypatch.setattr(compile_pool, "ahead", ahead)
+
+    return hand_over_to
+
+
+class _Taking:
+    """A pool that takes every job and compiles nothing."""
+
+    def submit(self, compile_job):
+        return None
+
+
 @pytest.fixture(autouse=True)
-def hand_every_step_over(request, monkeypatch):
-    """Each compiled graph hands every step's compiles over as a CUDA first call does by default
-    (`compile_pool.hand_over`, from inside the compiler), to a pool that takes them and compiles nothing.
-    The CPU's steps are interpreted, so `ahead` hands nothing over there: with this, every test also runs
-    the launches made for the compiles ahead (session 21: a horizontal kernel's tables were fake tensors,
-    and only the CUDA tests saw it). On a GPU the real `ahead` runs. FUSER_TEST_HAND_OVER=0 turns it off
-    (the conformance suite runs the CPU's configuration as users get it)."""
+def hand_every_step_over(request, hand_steps_over_to):
+    """Every CPU test also runs the launches made for the compiles ahead (session 21: a horizontal kernel's
+    tables were fake tensors, and only the CUDA tests saw it). On a GPU the real `ahead` runs.
+    FUSER_TEST_HAND_OVER=0 turns it off (the conformance suite runs the CPU's configuration as users get
+    it)."""
     off = os.environ.get("FUSER_TEST_HAND_OVER", "1") != "1"
     if (
         off
@@ -68,12 +88,4 @@ def hand_every_step_over(request, monkeypatch):
         or request.module.__name__.endswith("test_compile_pool")
     ):
         return  # off, on a GPU (the real `ahead` compiles), or a test of `ahead` itself
-
-    class Taking:
-        def submit(self, compile_job):
-            return None
-
-    def ahead(steps, key):
-        compile_pool.hand_over([s for s in steps if hasattr(s, "compile_ahead")], key, 90, Taking())
-
-    monkeypatch.setattr(compile_pool, "ahead", ahead)
+    hand_steps_over_to(_Taking())

@@ -198,11 +198,10 @@ def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(
     assert started == [3]
 
 
-def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch):
+def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch, hand_steps_over_to):
     """The backend compiles a graph under AOTAutograd's fake mode, and the launches made there for the
     pool are kept for the graph's calls: a horizontal kernel's tables were fake tensors, and its first
-    call failed (the optimizer tests on the H200, session 21). The CPU's steps are interpreted, so `ahead`
-    hands nothing over here: this test hands every step over itself, where `ahead` is called."""
+    call failed (the optimizer tests on the H200, session 21)."""
     monkeypatch.setenv("FUSER_HORIZONTAL", "1")
     handed = []
 
@@ -210,10 +209,7 @@ def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch):
         def submit(self, compile_job):
             handed.append(compile_job["name"])
 
-    def ahead(steps, key):
-        compile_pool.hand_over([s for s in steps if hasattr(s, "compile_ahead")], key, 90, Recording())
-
-    monkeypatch.setattr(compile_pool, "ahead", ahead)
+    hand_steps_over_to(Recording())
 
     def negate_both(a, b):  # one horizontal kernel: one source over two sizes
         return torch.neg(a), torch.neg(b)
