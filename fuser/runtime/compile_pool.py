@@ -14,6 +14,8 @@ By default the pool is threads of this process (FUSER_COMPILE_THREADS, a thread 
 run side by side, Triton's Python code generator does not, and nothing has to start; Triton's own
 `AsyncCompileMode` compiles in a thread pool the same way. Llama's first call took 11.9 s that way,
 against 23.5 s compiled at launches and Inductor's 13.2 s (records/first-call-h200-2026-11-28-s21.md).
+Not on CPython 3.11 before 3.11.8, whose `ast.parse` is unsafe in threads (`AST_PARSE_THREAD_SAFE`): there
+the default is worker processes, and threads asked for are refused by name.
 
 FUSER_COMPILE_WORKERS=N uses worker processes instead (`python -m fuser.runtime.compile_pool`, not
 multiprocessing's: its spawn re-runs a user's script that has no main guard), started when the backend is
@@ -51,6 +53,18 @@ THREADS_ENV = "FUSER_COMPILE_THREADS"
 # (each imports torch and Triton) cost more than a few compiles (threads keep the minimum, unmeasured).
 MIN_NEW_KERNELS = 4
 DEFAULT_THREADS = min(16, max(1, (os.cpu_count() or 2) - 1))
+
+
+# CPython 3.11 before 3.11.8 keeps one depth counter for every thread's `ast.parse`: a garbage collection
+# inside a parse runs Python code, another thread parses meanwhile, and a parse raises SystemError (CPython
+# gh-106905; tools/probes/ast_parse_in_threads.py reproduces it in a second). Triton parses each kernel's
+# source as it compiles, so compile threads there could break any thread's parse, the user's included.
+# (3.12 collects only between bytecodes, not inside a parse.)
+def ast_parse_thread_safe() -> bool:
+    return not ((3, 11) <= tuple(sys.version_info[:3]) < (3, 11, 8))
+
+
+AST_PARSE_THREAD_SAFE = ast_parse_thread_safe()
 WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
 
 
@@ -65,12 +79,27 @@ def wanted() -> tuple[str, int]:
     """How a graph's kernels compile side by side: ("processes", FUSER_COMPILE_WORKERS) where that is
     set, else ("threads", FUSER_COMPILE_THREADS), by default a thread per core but one, at most 16
     (llama's first call on the H200 box: 11.9 s, against 23.5 s compiled at launches and Inductor's
-    13.2 s; session 21). A count of 0: none."""
+    13.2 s; session 21), or as many worker processes where threads are unsafe (16.6 s). A count of 0:
+    none."""
+    if not AST_PARSE_THREAD_SAFE and not os.environ.get(WORKERS_ENV) and not os.environ.get(THREADS_ENV):
+        return ("processes", DEFAULT_THREADS)
     processes = _count(WORKERS_ENV, "worker processes")
     threads = _count(THREADS_ENV, "threads", default=0 if processes else DEFAULT_THREADS)
     if processes and threads:
         raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
+    if threads:
+        refuse_unsafe_threads()
     return ("processes", processes) if processes else ("threads", threads)
+
+
+def refuse_unsafe_threads() -> None:
+    if not AST_PARSE_THREAD_SAFE:
+        version = ".".join(map(str, sys.version_info[:3]))
+        raise ValueError(
+            f"fuser: no compile threads on Python {version}: its ast.parse is unsafe in threads (CPython "
+            f"gh-106905, fixed in 3.11.8), and Triton parses each kernel; set {WORKERS_ENV}=N for worker "
+            f"processes, or {THREADS_ENV}=0"
+        )
 
 
 Job = dict[str, Any]  # path, name, args, options, capability: JSON, what a worker reads
@@ -145,6 +174,7 @@ class ThreadPool:
     """Threads of this process, each compiling one job at a time, as a worker process would."""
 
     def __init__(self, threads: int):
+        refuse_unsafe_threads()
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="fuser-compile")
         self.made: dict = {}  # stand-in tensors, by dtype
 

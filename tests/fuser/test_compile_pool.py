@@ -17,7 +17,15 @@ def _bias_sigmoid(x, y):
     return torch.sigmoid(x) * y + 1
 
 
-@pytest.mark.parametrize("pool_class", [compile_pool.Pool, compile_pool.ThreadPool])
+# Compile threads are refused on Pythons whose ast.parse is unsafe in threads (the CPU machines' 3.11.7);
+# test_threads_are_refused_where_ast_parse_is_unsafe checks that, and the GPU machine's 3.12 runs these.
+UNSAFE_THREADS = pytest.mark.skipif(
+    not compile_pool.AST_PARSE_THREAD_SAFE, reason="this Python's ast.parse is unsafe in threads (gh-106905)"
+)
+POOLS = [compile_pool.Pool, pytest.param(compile_pool.ThreadPool, marks=UNSAFE_THREADS)]
+
+
+@pytest.mark.parametrize("pool_class", POOLS)
 def test_a_worker_compiles_a_kernel_for_a_gpu_into_tritons_disk_cache_and_reports_what_it_cannot(
     tmp_path, monkeypatch, pool_class
 ):
@@ -63,6 +71,7 @@ def test_processes_and_threads_are_not_both_asked_for(monkeypatch):
         compile_pool.wanted()
 
 
+@UNSAFE_THREADS
 def test_threads_compile_side_by_side_what_one_compiles_alone(tmp_path, monkeypatch):
     """Triton compiles in several threads at once (the GIL released around ptxas): the binaries are the
     ones a single thread writes, byte for byte. Six specializations of one kernel: its size odd, a
@@ -118,7 +127,7 @@ def test_only_a_graph_with_enough_kernels_new_to_the_process_hands_them_to_the_p
     assert all(s.asked == [((3,), 90, "the pool")] for s in enough) and old.asked == []
 
 
-@pytest.mark.parametrize("pool_class", [compile_pool.Pool, compile_pool.ThreadPool])
+@pytest.mark.parametrize("pool_class", POOLS)
 def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
     device, tmp_path, monkeypatch, pool_class
 ):
@@ -164,6 +173,7 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
 def test_by_default_threads_compile_and_either_count_switches_them(monkeypatch):
     """Threads by default (measured on the H200: the module's docstring); FUSER_COMPILE_THREADS=0
     compiles each kernel at its launch; FUSER_COMPILE_WORKERS=N asks for processes instead."""
+    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
     assert compile_pool.wanted() == ("threads", compile_pool.DEFAULT_THREADS)
@@ -178,6 +188,33 @@ def test_by_default_threads_compile_and_either_count_switches_them(monkeypatch):
     assert not any(s.asked for s in steps)
 
 
+@pytest.mark.parametrize("version", [(3, 11, 7), (3, 11, 2)])
+def test_threads_are_refused_where_ast_parse_is_unsafe(monkeypatch, version):
+    """Python 3.11 before 3.11.8: worker processes by default, and threads asked for are refused by name
+    (tools/probes/ast_parse_in_threads.py shows the race on 3.11.7)."""
+    monkeypatch.setattr(compile_pool.sys, "version_info", (*version, "final", 0))
+    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", compile_pool.ast_parse_thread_safe())
+    monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
+    monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
+    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_THREADS)
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
+    with pytest.raises(ValueError, match=r"Python 3\.11\.\d: its ast.parse is unsafe in threads .*gh-106905"):
+        compile_pool.wanted()
+    with pytest.raises(ValueError, match="gh-106905"):
+        compile_pool.ThreadPool(2)
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
+    assert compile_pool.wanted() == ("threads", 0)
+
+
+@pytest.mark.parametrize("version", [(3, 11, 8), (3, 12, 1), (3, 13, 0)])
+def test_threads_are_the_default_where_ast_parse_is_safe(monkeypatch, version):
+    monkeypatch.setattr(compile_pool.sys, "version_info", (*version, "final", 0))
+    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", compile_pool.ast_parse_thread_safe())
+    monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
+    monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
+    assert compile_pool.wanted() == ("threads", compile_pool.DEFAULT_THREADS)
+
+
 def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(monkeypatch):
     # Started as the backend gets its first CUDA graph, so the workers import torch and Triton while
     # AOTAutograd traces, not while the first launch waits.
@@ -188,6 +225,7 @@ def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(
     monkeypatch.setattr(compile_pool, "_pool", None)
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
+    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     compile_pool.start_for(on_gpu)  # threads (the default) need no start
     monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
