@@ -1,18 +1,19 @@
 """Seconds of a zoo model's first compiled call (forward and backward, fp32), per backend, from empty
 caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in a fresh process.
 
-    python benchmarks/first_call.py --device cuda --models gpt2 t5 --backends inductor fuser fuser-pool \
+    python benchmarks/first_call.py --device cuda --models gpt2 t5 --backends inductor fuser fuser-threads \
         --repeats 3 --json first_call.json
 
 runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
 prints the median and the spread of each. Every process reads the imported packages' bytecode from one
 cache compiled first (`bytecode_cache`), as from a user's installation. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
 `inductor` (the default backend), `fuser` (as configured by default: a graph's kernels compiled ahead,
-side by side, in threads), `fuser-at-launch` (each kernel compiled at its first launch, one after
-another: `FUSER_COMPILE_THREADS=0`), `fuser-triton-launcher` (each launched through Triton's C launcher, built per kernel
-signature, rather than torch's static one: `FUSER_STATIC_LAUNCH=0`), `fuser-pool` (its kernels compiled side by side by `fuser.runtime.compile_pool`, a worker per
-core but one, at most 16). For the fuser, `compile_graph_s` is the time inside its own compile step
-(`fuser.observing_compile`), Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
+side by side, in worker processes, one per core but one, at most 16), `fuser-threads` (in as many threads
+of the process instead: `FUSER_COMPILE_THREADS`), `fuser-at-launch` (each kernel compiled at its first
+launch, one after another: `FUSER_COMPILE_WORKERS=0`), `fuser-triton-launcher` (each launched through
+Triton's C launcher, built per kernel signature, rather than torch's static one: `FUSER_STATIC_LAUNCH=0`).
+For the fuser, `compile_graph_s` is the time inside its own compile step (`fuser.observing_compile`),
+Triton's compiles excluded. `--one MODEL BACKEND` is one such process.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ BACKENDS = {  # name -> (torch.compile backend, environment)
     "eager": ("eager", {}),
     "aot_eager": ("aot_eager", {}),
     "inductor": ("inductor", {}),
-    "fuser": ("fuser", {}),  # as configured by default (since session 21: kernels compiled ahead in threads)
-    "fuser-at-launch": ("fuser", {"FUSER_COMPILE_THREADS": "0"}),  # each kernel compiled at its first launch
+    "fuser": ("fuser", {}),  # as configured by default (since session 22: compiled ahead in worker processes)
+    "fuser-threads": ("fuser", {"FUSER_COMPILE_THREADS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
+    "fuser-at-launch": ("fuser", {"FUSER_COMPILE_WORKERS": "0"}),  # each kernel compiled at its first launch
     # each kernel launched through Triton's C launcher, built with gcc per signature at its first launch
     "fuser-triton-launcher": ("fuser", {"FUSER_STATIC_LAUNCH": "0"}),
-    "fuser-pool": ("fuser", {"FUSER_COMPILE_WORKERS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
 }
 
 
@@ -129,7 +130,7 @@ def main() -> None:
     parser.add_argument(
         "--models", nargs="+", default=["gpt2", "llama", "t5", "bert", "vit", "timm_convnext"]
     )
-    parser.add_argument("--backends", nargs="+", default=["inductor", "fuser", "fuser-pool"])
+    parser.add_argument("--backends", nargs="+", default=["inductor", "fuser", "fuser-threads"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="the order of the backends in each repeat")
     parser.add_argument("--json", type=Path)

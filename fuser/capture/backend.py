@@ -172,7 +172,7 @@ def fuser_backend(
     if mode is not None:
         raise ValueError(f"fuser: torch.compile mode {mode!r} is not supported; the fuser has no modes")
     chosen = Options.from_dict(options)
-    # Workers asked for (FUSER_COMPILE_WORKERS) start now, importing torch and Triton while AOTAutograd
+    # The compile workers (FUSER_COMPILE_WORKERS, the default pool) start now, importing torch and Triton while AOTAutograd
     # traces, rather than at the first graph's kernels, where the first launch would wait for them.
     compile_pool.start_for(example_inputs)
     forward = functools.partial(compile_graph, options=chosen)

@@ -9,19 +9,20 @@ options `JITFunction.run` adds); the pool writes each compile into Triton's disk
 its own kernel's compile only, then finds it in the cache. Nothing here changes what runs: a compile the
 pool could not do, or whose key a launch does not match, is compiled at the launch as before.
 
-By default the pool is threads of this process (FUSER_COMPILE_THREADS, a thread per core but one, at most
-16; 0: none): ptxas (a subprocess per kernel) and LLVM's passes (Triton releases the GIL around them)
-run side by side, Triton's Python code generator does not, and nothing has to start; Triton's own
-`AsyncCompileMode` compiles in a thread pool the same way. Llama's first call took 11.9 s that way,
-against 23.5 s compiled at launches and Inductor's 13.2 s (records/first-call-h200-2026-11-28-s21.md).
-Not on CPython 3.11 before 3.11.8, whose `ast.parse` is unsafe in threads (`AST_PARSE_THREAD_SAFE`): there
-the default is worker processes, and threads asked for are refused by name.
+By default the pool is worker processes (FUSER_COMPILE_WORKERS, one per core but one, at most 16, a share
+of that under pytest-xdist; 0: none, each kernel compiled at its launch): `python -m fuser.runtime.compile_pool`, not multiprocessing's, whose
+spawn re-runs a user's script that has no main guard. They start when the backend is first handed a graph
+over CUDA tensors (`start_for`), importing torch and Triton while AOTAutograd traces. Each compiles
+Triton's Python code generator apart from the others and from the main process, so nothing waits on one
+GIL: on the H200 with a user's bytecode caches, t5's first call took 17.4 s in processes, 20.6 s in
+threads and Inductor's 20.7 s; gpt2's 8.8, 10.0 and 10.2 s (records/first-call-h200-2026-11-28-s22.md).
+A worker builds a job's C launcher (`build_launcher`) only where a launch would use Triton's rather than
+torch's static one (`fuser.runtime.direct_launch`).
 
-FUSER_COMPILE_WORKERS=N uses worker processes instead (`python -m fuser.runtime.compile_pool`, not
-multiprocessing's: its spawn re-runs a user's script that has no main guard), started when the backend is
-first handed a graph over CUDA tensors (`start_for`); each imports torch and Triton, which cost more than
-it saved (16.6 s on llama, session 21). A worker builds a job's C launcher (`build_launcher`) only where a
-launch would use Triton's rather than torch's static one (`fuser.runtime.direct_launch`). docs/design.md,
+FUSER_COMPILE_THREADS=N uses threads of this process instead: ptxas (a subprocess per kernel) and LLVM's
+passes (Triton releases the GIL around them) run side by side, Triton's code generator and the fuser's own
+compile step take turns with Dynamo for the GIL. Not on CPython 3.11 before 3.11.8, whose `ast.parse` is
+unsafe in threads (`AST_PARSE_THREAD_SAFE`): threads asked for there are refused by name. docs/design.md,
 "Compiling ahead".
 """
 
@@ -52,7 +53,17 @@ THREADS_ENV = "FUSER_COMPILE_THREADS"
 # A graph with fewer new kernels than this compiles them at their launches: starting worker processes
 # (each imports torch and Triton) cost more than a few compiles (threads keep the minimum, unmeasured).
 MIN_NEW_KERNELS = 4
-DEFAULT_THREADS = min(16, max(1, (os.cpu_count() or 2) - 1))
+
+
+def default_workers() -> int:
+    """A worker per core but one, at most 16; in one of several pytest-xdist workers (a test suite run with
+    `-n`), per its share of the cores, so that 14 of them do not start 15 workers each."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+    siblings = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "") or 1)
+    return min(16, max(0, cores // siblings - 1))
+
+
+DEFAULT_WORKERS = default_workers()
 
 
 # CPython 3.11 before 3.11.8 keeps one depth counter for every thread's `ast.parse`: a garbage collection
@@ -76,20 +87,17 @@ def _count(name: str, what: str, default: int = 0) -> int:
 
 
 def wanted() -> tuple[str, int]:
-    """How a graph's kernels compile side by side: ("processes", FUSER_COMPILE_WORKERS) where that is
-    set, else ("threads", FUSER_COMPILE_THREADS), by default a thread per core but one, at most 16
-    (llama's first call on the H200 box: 11.9 s, against 23.5 s compiled at launches and Inductor's
-    13.2 s; session 21), or as many worker processes where threads are unsafe (16.6 s). A count of 0:
-    none."""
-    if not AST_PARSE_THREAD_SAFE and not os.environ.get(WORKERS_ENV) and not os.environ.get(THREADS_ENV):
-        return ("processes", DEFAULT_THREADS)
-    processes = _count(WORKERS_ENV, "worker processes")
-    threads = _count(THREADS_ENV, "threads", default=0 if processes else DEFAULT_THREADS)
+    """How a graph's kernels compile side by side: ("threads", FUSER_COMPILE_THREADS) where that asks for
+    some, else ("processes", FUSER_COMPILE_WORKERS), by default a worker per core but one, at most 16. A
+    count of 0: none, each kernel compiled at its launch."""
+    threads = _count(THREADS_ENV, "threads")
+    processes = _count(WORKERS_ENV, "worker processes", default=0 if threads else DEFAULT_WORKERS)
     if processes and threads:
         raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
     if threads:
         refuse_unsafe_threads()
-    return ("processes", processes) if processes else ("threads", threads)
+        return ("threads", threads)
+    return ("processes", processes)
 
 
 def refuse_unsafe_threads() -> None:
@@ -97,8 +105,8 @@ def refuse_unsafe_threads() -> None:
         version = ".".join(map(str, sys.version_info[:3]))
         raise ValueError(
             f"fuser: no compile threads on Python {version}: its ast.parse is unsafe in threads (CPython "
-            f"gh-106905, fixed in 3.11.8), and Triton parses each kernel; set {WORKERS_ENV}=N for worker "
-            f"processes, or {THREADS_ENV}=0"
+            f"gh-106905, fixed in 3.11.8), and Triton parses each kernel; worker processes ({WORKERS_ENV}, "
+            f"the default) are safe"
         )
 
 

@@ -170,49 +170,41 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
     assert not [a.result() for a in answers if "launcher" in a.result()]
 
 
-def test_by_default_threads_compile_and_either_count_switches_them(monkeypatch):
-    """Threads by default (measured on the H200: the module's docstring); FUSER_COMPILE_THREADS=0
-    compiles each kernel at its launch; FUSER_COMPILE_WORKERS=N asks for processes instead."""
+def test_by_default_workers_compile_and_either_count_switches_them(monkeypatch):
+    """Worker processes by default (measured on the H200: the module's docstring); FUSER_COMPILE_WORKERS=0
+    compiles each kernel at its launch; FUSER_COMPILE_THREADS=N asks for threads instead."""
     monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
-    assert compile_pool.wanted() == ("threads", compile_pool.DEFAULT_THREADS)
-    monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
-    assert compile_pool.wanted() == ("processes", 3)
-    monkeypatch.delenv(compile_pool.WORKERS_ENV)
+    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_WORKERS)
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "3")
+    assert compile_pool.wanted() == ("threads", 3)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
+    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_WORKERS)
+    monkeypatch.delenv(compile_pool.THREADS_ENV)
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "0")
     monkeypatch.setattr(compile_pool, "_pool", None)
-    assert compile_pool.wanted() == ("threads", 0) and compile_pool.pool() is None
+    assert compile_pool.wanted() == ("processes", 0) and compile_pool.pool() is None
     steps = [_Step(f"k{i}", loaded=False) for i in range(compile_pool.MIN_NEW_KERNELS)]
     compile_pool.ahead(steps, ())
     assert not any(s.asked for s in steps)
 
 
-@pytest.mark.parametrize("version", [(3, 11, 7), (3, 11, 2)])
+@pytest.mark.parametrize("version", [(3, 11, 7), (3, 11, 2), (3, 11, 8), (3, 12, 1), (3, 13, 0)])
 def test_threads_are_refused_where_ast_parse_is_unsafe(monkeypatch, version):
-    """Python 3.11 before 3.11.8: worker processes by default, and threads asked for are refused by name
-    (tools/probes/ast_parse_in_threads.py shows the race on 3.11.7)."""
+    """Python 3.11 before 3.11.8 races in `ast.parse` from threads (tools/probes/ast_parse_in_threads.py
+    shows it on 3.11.7): threads asked for there are refused by name; elsewhere they are given."""
     monkeypatch.setattr(compile_pool.sys, "version_info", (*version, "final", 0))
     monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", compile_pool.ast_parse_thread_safe())
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
-    monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
-    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_THREADS)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
+    if version >= (3, 11, 8):
+        assert compile_pool.wanted() == ("threads", 4)
+        return
     with pytest.raises(ValueError, match=r"Python 3\.11\.\d: its ast.parse is unsafe in threads .*gh-106905"):
         compile_pool.wanted()
     with pytest.raises(ValueError, match="gh-106905"):
         compile_pool.ThreadPool(2)
-    monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
-    assert compile_pool.wanted() == ("threads", 0)
-
-
-@pytest.mark.parametrize("version", [(3, 11, 8), (3, 12, 1), (3, 13, 0)])
-def test_threads_are_the_default_where_ast_parse_is_safe(monkeypatch, version):
-    monkeypatch.setattr(compile_pool.sys, "version_info", (*version, "final", 0))
-    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", compile_pool.ast_parse_thread_safe())
-    monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
-    monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
-    assert compile_pool.wanted() == ("threads", compile_pool.DEFAULT_THREADS)
 
 
 def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(monkeypatch):
@@ -226,12 +218,14 @@ def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
     monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
+    monkeypatch.setattr(compile_pool, "DEFAULT_WORKERS", 3)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
-    compile_pool.start_for(on_gpu)  # threads (the default) need no start
-    monkeypatch.setenv(compile_pool.WORKERS_ENV, "3")
+    monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
+    compile_pool.start_for(on_gpu)  # threads need no start
+    monkeypatch.delenv(compile_pool.THREADS_ENV)
     compile_pool.start_for(on_cpu)
     assert not started
-    compile_pool.start_for(on_gpu)
+    compile_pool.start_for(on_gpu)  # the default: workers
     compile_pool.start_for(on_gpu)  # one pool a process
     assert started == [3]
 
@@ -256,3 +250,15 @@ def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch, ha
     got = torch.compile(negate_both, backend="fuser")(a, b)
     assert handed == ["fused_neg_horizontal"]
     torch.testing.assert_close(got, negate_both(a, b))
+
+
+@pytest.mark.parametrize(("siblings", "expected"), [(None, 15), ("1", 15), ("4", 3), ("8", 1), ("14", 0)])
+def test_the_default_workers_share_the_cores_with_pytest_xdist_siblings(monkeypatch, siblings, expected):
+    """16 cores: 15 workers alone; under `pytest -n 14` each process compiles at its launches rather than
+    start 15 workers beside 13 others doing the same."""
+    monkeypatch.setattr(compile_pool.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    if siblings is None:
+        monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", siblings)
+    assert compile_pool.default_workers() == expected

@@ -4,8 +4,9 @@
 #   MODELS="gpt2 t5" REPEATS=3 bash tools/gpu/first_call_on_gpu.sh
 #   STEPS="env pool" ...        only the versions and tests/fuser/test_compile_pool.py on CUDA
 # Backends: `aot_eager` (Dynamo and AOTAutograd, no backend compile: the share of a first call that is
-# not the backend's own), `inductor`, and `fuser` as configured by default (since session 21 its kernels
-# compiled ahead in threads; `fuser-at-launch` is the old way). A process took 30-40 s with its imports
+# not the backend's own), `inductor`, and `fuser` as configured by default (since session 22 its kernels
+# compiled ahead in worker processes; `fuser-threads` in threads, session 21's default; `fuser-at-launch`
+# at each kernel's first launch). A process took 30-40 s with its imports
 # in session 21, when the GPU machine compiled every imported module's source in each process (the bench
 # now compiles their bytecode once, first): a device call of ten minutes held about a dozen processes.
 # Writes $OUT/first_call.json (every run) and each step's log; the bench prints the table of medians.

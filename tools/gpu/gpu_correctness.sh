@@ -33,6 +33,7 @@ if [[ " $JOBS " == *" profile "* ]]; then  # before the settings below, which ar
 fi
 export OMP_NUM_THREADS=2
 export TORCHINDUCTOR_COMPILE_THREADS=1  # the jobs already fill the CPUs
+export FUSER_COMPILE_WORKERS=${POOL_WORKERS:-2}  # likewise: the fuser's compile workers, 15 by default
 pids=()
 
 left=$((TOTAL_S - SECONDS - 15))
