@@ -10,8 +10,8 @@ its own kernel's compile only, then finds it in the cache. Nothing here changes 
 pool could not do, or whose key a launch does not match, is compiled at the launch as before.
 
 By default the pool is worker processes (FUSER_COMPILE_WORKERS, one per core but one, at most 16, a share
-of that under pytest-xdist; 0: none, each kernel compiled at its launch): `python -m fuser.runtime.compile_pool`, not multiprocessing's, whose
-spawn re-runs a user's script that has no main guard. They start when the backend is first handed a graph
+of that under pytest-xdist; 0: none, each kernel compiled at its launch): Python processes fed over pipes
+(`WORKER_COMMAND`), not multiprocessing's, whose spawn re-runs a user's script that has no main guard. They start when the backend is first handed a graph
 over CUDA tensors (`start_for`), importing torch and Triton while AOTAutograd traces. Each compiles
 Triton's Python code generator apart from the others and from the main process, so nothing waits on one
 GIL: on the H200 with a user's bytecode caches, t5's first call took 17.4 s in processes, 20.6 s in
@@ -76,6 +76,9 @@ def ast_parse_thread_safe() -> bool:
 
 
 AST_PARSE_THREAD_SAFE = ast_parse_thread_safe()
+# Not `-m fuser.runtime.compile_pool`: the package imports this module first, so runpy would run it twice
+# and warn so, once for each worker, on the user's terminal.
+WORKER_COMMAND = [sys.executable, "-c", "from fuser.runtime.compile_pool import main; main()"]
 WAIT_S = 300  # a launch waits this long for a worker, then compiles its kernel itself
 
 
@@ -135,7 +138,7 @@ class Pool:
         self.jobs: queue.Queue = queue.Queue()
         self.processes = [
             subprocess.Popen(
-                [sys.executable, "-m", "fuser.runtime.compile_pool"],
+                WORKER_COMMAND,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,

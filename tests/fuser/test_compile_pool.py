@@ -262,3 +262,12 @@ def test_the_default_workers_share_the_cores_with_pytest_xdist_siblings(monkeypa
     else:
         monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", siblings)
     assert compile_pool.default_workers() == expected
+
+
+def test_a_worker_starts_and_stops_without_a_word_on_the_users_terminal():
+    """A worker's stderr is the user's terminal: started as `-m fuser.runtime.compile_pool`, each of 15
+    workers printed runpy's RuntimeWarning there (the package had imported the module already)."""
+    import subprocess
+
+    done = subprocess.run(compile_pool.WORKER_COMMAND, input="", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "" and done.stdout == ""
