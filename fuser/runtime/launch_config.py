@@ -45,17 +45,20 @@ CPU_ROW_ELEMENTS = 2**16
 
 @functools.cache
 def gpu_compile_options() -> dict[str, Any]:
-    """Triton compile options for every GPU launch. Triton links libdevice flushing float32 subnormals to
-    zero by default (`enable_reflect_ftz`); eager's CUDA kernels keep them, so the fuser turns that off
-    where the backend has the option (NVIDIA's, Triton 3.6 to 3.9). Measured on the H100: it cost nothing
-    (docs/gpu-runs.md)."""
+    """Triton compile options for every GPU launch, where the backend has them (NVIDIA's, Triton 3.6 to 3.9):
+    - `enable_reflect_ftz=False`: Triton links libdevice flushing float32 subnormals to zero by default;
+      eager's CUDA kernels keep them. Measured on the H100: it cost nothing (docs/gpu-runs.md).
+    - `enable_fp_fusion=True`: multiplies and adds contracted into FMAs, as nvcc compiles eager's kernels
+      and as every kernel was validated; Triton 3.9 warns that its default turns to False in 3.10, which
+      would change the fuser's answers silently. TRITON_FORCE_DISABLE_FP_FUSION still turns it off."""
     if torch.version.hip is not None:
         return {}
     try:
         from triton.backends.nvidia.compiler import CUDAOptions
     except ImportError:
         return {}
-    return {"enable_reflect_ftz": False} if "enable_reflect_ftz" in CUDAOptions.__dataclass_fields__ else {}
+    wanted = {"enable_reflect_ftz": False, "enable_fp_fusion": True}
+    return {name: value for name, value in wanted.items() if name in CUDAOptions.__dataclass_fields__}
 
 
 def launch_options(blocks: dict[str, int], warps: int, interpreted: bool) -> dict[str, Any]:

@@ -165,3 +165,33 @@ def test_column_sums_with_their_rows_compile_for_cuda(device, monkeypatch):
     counts = fuser.counters()
     checked = counts["cuda_compile_checks"] if device == "cpu" else counts["kernels_launched"]
     assert checked > 0, counts
+
+
+def test_launches_pin_fp_fusion_on_so_a_triton_default_change_cannot_change_answers(tmp_path, monkeypatch):
+    """Every kernel was validated with multiplies and adds contracted into FMAs, Triton 3.6-3.9's default;
+    Triton 3.9 warns the default turns off in 3.10. A launch's options ask for it: the binary is the one
+    the default builds, unlike FP fusion off, and Triton has nothing to warn about."""
+    import warnings
+
+    from fuser.explain import explain
+    from fuser.runtime import kernel_cache
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)
+    (source,) = explain(lambda x, y: x * y + x, torch.randn(37, 5), torch.randn(37, 5)).kernels
+    jit_fn = kernel_cache.load_file(kernel_cache.kernel_file(source), source.name)
+    args = [torch.empty(16)] * 3 + [185]
+    pinned = launch_config.pointwise_options(1024, interpreted=False)
+    assert pinned["enable_fp_fusion"] is True
+    binaries = {}
+    for name, options in [("pinned", pinned), ("off", {**pinned, "enable_fp_fusion": False})]:
+        monkeypatch.setattr(gpu_compile_check, "_compiled", {})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # Triton's warning would fail the compile
+            binaries[name] = gpu_compile_check.compile_for_cuda(jit_fn, args, options, 90).asm["cubin"]
+    default = {k: v for k, v in pinned.items() if k != "enable_fp_fusion"}
+    monkeypatch.setattr(gpu_compile_check, "_compiled", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        binaries["default"] = gpu_compile_check.compile_for_cuda(jit_fn, args, default, 90).asm["cubin"]
+    assert binaries["pinned"] == binaries["default"] != binaries["off"]
