@@ -131,6 +131,15 @@ def job(path: Path, name: str, args: list, options: dict[str, Any], capability: 
     return {"path": str(path), "name": name, "args": described, "options": options, "capability": capability}
 
 
+def worker_environment() -> dict[str, str]:
+    """This process's environment, with the folder holding the `fuser` package first on PYTHONPATH: a
+    script that put it on `sys.path` itself (a checkout, not an installation) has workers that import
+    it too, rather than fail, each with a traceback on the user's terminal."""
+    root = str(Path(__file__).resolve().parents[2])
+    paths = [root, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 class Pool:
     """Worker processes, each compiling one job at a time; a thread per worker feeds it from one queue."""
 
@@ -142,6 +151,7 @@ class Pool:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
+                env=worker_environment(),
             )
             for _ in range(workers)
         ]

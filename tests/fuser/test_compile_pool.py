@@ -4,6 +4,7 @@ into Triton's disk cache before their first launch, and a launch then finds its 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,27 @@ def test_a_worker_starts_and_stops_without_a_word_on_the_users_terminal():
 
     done = subprocess.run(compile_pool.WORKER_COMMAND, input="", capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stderr == "" and done.stdout == ""
+
+
+def test_a_worker_imports_the_fuser_from_where_this_process_found_it(tmp_path, monkeypatch):
+    """A script that put a checkout of the fuser on `sys.path` itself: its workers, started elsewhere with
+    no installed fuser to find, import the same package (a worker that cannot import it exits, and its
+    traceback lands on the user's terminal)."""
+    import subprocess
+    import sys
+
+    import fuser
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = compile_pool.worker_environment()
+    # -S: no site-packages, so no installed (or editable) fuser; only PYTHONPATH can lead to it.
+    found = subprocess.run(
+        [sys.executable, "-S", "-c", "import importlib.util as u; print(u.find_spec('fuser').origin)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.stdout.strip() == fuser.__file__
+    assert env["PYTHONPATH"].split(os.pathsep)[1:] == ["/elsewhere"]
