@@ -10,7 +10,7 @@ its own kernel's compile only, then finds it in the cache. Nothing here changes 
 pool could not do, or whose key a launch does not match, is compiled at the launch as before.
 
 By default the pool is worker processes (FUSER_COMPILE_WORKERS, one per core but one, at most 16, a share
-of that under pytest-xdist; 0: none, each kernel compiled at its launch): Python processes fed over pipes
+of that under pytest-xdist or torchrun; 0: none, each kernel compiled at its launch): Python processes fed over pipes
 (`WORKER_COMMAND`), not multiprocessing's, whose spawn re-runs a user's script that has no main guard. They start when the backend is first handed a graph
 over CUDA tensors (`start_for`), importing torch and Triton while AOTAutograd traces. Each compiles
 Triton's Python code generator apart from the others and from the main process, so nothing waits on one
@@ -56,11 +56,12 @@ MIN_NEW_KERNELS = 4
 
 
 def default_workers() -> int:
-    """A worker per core but one, at most 16; in one of several pytest-xdist workers (a test suite run with
-    `-n`), per its share of the cores, so that 14 of them do not start 15 workers each."""
+    """A worker per core but one, at most 16; in one of several processes that share the machine's cores
+    (pytest-xdist's workers, a test suite run with `-n`; torchrun's local ranks), per its share, so that
+    14 of them do not start 15 workers each."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-    siblings = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "") or 1)
-    return min(16, max(0, cores // siblings - 1))
+    siblings = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or os.environ.get("LOCAL_WORLD_SIZE") or "1"
+    return min(16, max(0, cores // max(1, int(siblings)) - 1))
 
 
 DEFAULT_WORKERS = default_workers()

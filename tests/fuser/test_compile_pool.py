@@ -253,15 +253,16 @@ def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch, ha
     torch.testing.assert_close(got, negate_both(a, b))
 
 
+@pytest.mark.parametrize("sharing", ["PYTEST_XDIST_WORKER_COUNT", "LOCAL_WORLD_SIZE"])
 @pytest.mark.parametrize(("siblings", "expected"), [(None, 15), ("1", 15), ("4", 3), ("8", 1), ("14", 0)])
-def test_the_default_workers_share_the_cores_with_pytest_xdist_siblings(monkeypatch, siblings, expected):
-    """16 cores: 15 workers alone; under `pytest -n 14` each process compiles at its launches rather than
-    start 15 workers beside 13 others doing the same."""
+def test_the_default_workers_share_the_cores_with_sibling_processes(monkeypatch, sharing, siblings, expected):
+    """16 cores: 15 workers alone; under `pytest -n 14` (or 14 torchrun ranks) each process compiles at
+    its launches rather than start 15 workers beside 13 others doing the same."""
     monkeypatch.setattr(compile_pool.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
-    if siblings is None:
-        monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
-    else:
-        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", siblings)
+    for name in ("PYTEST_XDIST_WORKER_COUNT", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    if siblings is not None:
+        monkeypatch.setenv(sharing, siblings)
     assert compile_pool.default_workers() == expected
 
 
