@@ -9,13 +9,14 @@ options `JITFunction.run` adds); the pool writes each compile into Triton's disk
 its own kernel's compile only, then finds it in the cache. Nothing here changes what runs: a compile the
 pool could not do, or whose key a launch does not match, is compiled at the launch as before.
 
-By default the pool is worker processes (FUSER_COMPILE_WORKERS, one per core but one, at most 16, a share
-of that under pytest-xdist or torchrun; 0: none, each kernel compiled at its launch): Python processes fed over pipes
-(`WORKER_COMMAND`), not multiprocessing's, whose spawn re-runs a user's script that has no main guard. They start when the backend is first handed a graph
-over CUDA tensors (`start_for`), importing torch and Triton while AOTAutograd traces. Each compiles
-Triton's Python code generator apart from the others and from the main process, so nothing waits on one
-GIL: on the H200 with a user's bytecode caches, t5's first call took 17.4 s in processes, 20.6 s in
-threads and Inductor's 20.7 s; gpt2's 8.8, 10.0 and 10.2 s (records/first-call-h200-2026-11-28-s22.md).
+By default the pool is worker processes (FUSER_COMPILE_WORKERS, one per core but one, at most 16, a
+share of that under pytest-xdist or torchrun; 0: none, each kernel compiled at its launch): Python
+processes fed over pipes (`WORKER_COMMAND`), not multiprocessing's, whose spawn re-runs a user's script
+that has no main guard. They start when the backend is first handed a graph over CUDA tensors
+(`start_for`), importing torch and Triton while AOTAutograd traces. Each runs Triton's Python code
+generator apart from the others and from the main process, so nothing waits on one GIL: on the H200, with
+a user's bytecode caches, t5's first call took 17.4 s in processes, 20.6 s in threads and Inductor's
+20.7 s; gpt2's 8.8, 10.0 and 10.2 s (records/first-call-h200-2026-11-28-s22.md).
 A worker builds a job's C launcher (`build_launcher`) only where a launch would use Triton's rather than
 torch's static one (`fuser.runtime.direct_launch`).
 
@@ -60,8 +61,8 @@ def default_workers() -> int:
     (pytest-xdist's workers, a test suite run with `-n`; torchrun's local ranks), per its share, so that
     14 of them do not start 15 workers each."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-    siblings = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or os.environ.get("LOCAL_WORLD_SIZE") or "1"
-    return min(16, max(0, cores // max(1, int(siblings)) - 1))
+    siblings = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or os.environ.get("LOCAL_WORLD_SIZE") or ""
+    return min(16, max(0, cores // max(1, int(siblings) if siblings.isdigit() else 1) - 1))
 
 
 DEFAULT_WORKERS = default_workers()

@@ -254,7 +254,9 @@ def test_a_launch_made_for_the_compiles_ahead_holds_real_tensors(monkeypatch, ha
 
 
 @pytest.mark.parametrize("sharing", ["PYTEST_XDIST_WORKER_COUNT", "LOCAL_WORLD_SIZE"])
-@pytest.mark.parametrize(("siblings", "expected"), [(None, 15), ("1", 15), ("4", 3), ("8", 1), ("14", 0)])
+@pytest.mark.parametrize(
+    ("siblings", "expected"), [(None, 15), ("1", 15), ("4", 3), ("8", 1), ("14", 0), ("x", 15)]
+)
 def test_the_default_workers_share_the_cores_with_sibling_processes(monkeypatch, sharing, siblings, expected):
     """16 cores: 15 workers alone; under `pytest -n 14` (or 14 torchrun ranks) each process compiles at
     its launches rather than start 15 workers beside 13 others doing the same."""
