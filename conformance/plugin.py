@@ -91,10 +91,6 @@ class Selection:
     directions: tuple[str, ...]
     shard: tuple[int, int] | None = None
 
-    @property
-    def filtered(self) -> bool:
-        return bool(self.ops or self.dtypes or self.contexts or self.directions)
-
 
 def _listed(config: pytest.Config, name: str, known=None) -> tuple[str, ...]:
     values = tuple(v.strip() for given in get(config, name) for v in given.split(",") if v.strip())

@@ -164,10 +164,6 @@ class Sample:
     def exact(cls, value: float) -> Sample:
         return cls(value, 0.0, 1, (value,))
 
-    @property
-    def relative_spread(self) -> float:
-        return self.mad / self.median if self.median else 0.0
-
     def to_json(self) -> float | dict[str, Any]:
         median, mad = _rounded(self.median), _rounded(self.mad)
         if self.n == 1 and self.mad == 0:

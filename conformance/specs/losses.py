@@ -48,10 +48,6 @@ def _weights(c: int, make) -> torch.Tensor:
     return make((c,), position=2, specials=False, domain=(0.1, 2.0))
 
 
-def _log_probs(rows: torch.Tensor) -> torch.Tensor:
-    return torch.log_softmax(rows.to(torch.float64), -1).to(rows.dtype)
-
-
 def nll_calls(x, make) -> Calls:
     """Reductions without weights; weights with mean (the weighted mean divides by the kept weight);
     an ignore_index that is a real class."""

@@ -80,9 +80,6 @@ class Manifest:
     path: Path
     entries: dict[str, Entry]
 
-    def stale(self) -> list[Entry]:
-        return [e for e in self.entries.values() if not e.fresh]
-
 
 def arch_of(device: torch.device) -> str:
     """'cpu' for Triton's interpreter, 'sm_90' for a compute capability 9.0 device."""
