@@ -72,11 +72,11 @@ def test_processes_and_threads_are_not_both_asked_for(monkeypatch):
         compile_pool.wanted()
 
 
-@UNSAFE_THREADS
-def test_threads_compile_side_by_side_what_one_compiles_alone(tmp_path, monkeypatch):
-    """Triton compiles in several threads at once (the GIL released around ptxas): the binaries are the
-    ones a single thread writes, byte for byte. Six specializations of one kernel: its size odd, a
-    multiple of 16, or 1 (a constant), under two block sizes."""
+@pytest.mark.parametrize("pool_class", POOLS)
+def test_a_pool_compiles_side_by_side_what_one_compiles_alone(tmp_path, monkeypatch, pool_class):
+    """Four workers (processes, the default, or threads) compiling at once write the binaries one writes
+    alone, byte for byte. Six specializations of one kernel: its size odd, a multiple of 16, or 1 (a
+    constant), under two block sizes."""
     (source,) = explain(_bias_sigmoid, torch.randn(37, 5), torch.randn(37, 5)).kernels
     path = kernel_cache.kernel_file(source)
     jobs = [
@@ -85,15 +85,17 @@ def test_threads_compile_side_by_side_what_one_compiles_alone(tmp_path, monkeypa
         for block in (128, 1024)
     ]
     binaries = {}
-    for threads in (1, 4):
-        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"triton-{threads}"))
-        monkeypatch.setattr(gpu_compile_check, "_compiled", {})  # its memo of this process's compiles
-        pool = compile_pool.ThreadPool(threads)
-        answers = [pool.submit(job) for job in jobs]
-        pool.close()
-        assert not [a.result() for a in answers if "error" in a.result()]
-        found = (tmp_path / f"triton-{threads}").rglob("*.cubin")
-        binaries[threads] = sorted(c.read_bytes() for c in found)
+    for workers in (1, 4):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"triton-{workers}"))
+        monkeypatch.setattr(gpu_compile_check, "_compiled", {})  # a thread's memo of this process's compiles
+        pool = pool_class(workers)
+        try:
+            answers = [pending.result(timeout=300) for pending in [pool.submit(job) for job in jobs]]
+        finally:
+            pool.close()
+        assert not [answer for answer in answers if "error" in answer]
+        found = (tmp_path / f"triton-{workers}").rglob("*.cubin")
+        binaries[workers] = sorted(c.read_bytes() for c in found)
     assert len(binaries[1]) == len(jobs) and binaries[4] == binaries[1]
 
 
