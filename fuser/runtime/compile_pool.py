@@ -51,8 +51,8 @@ log = logging.getLogger("fuser")
 
 WORKERS_ENV = "FUSER_COMPILE_WORKERS"
 THREADS_ENV = "FUSER_COMPILE_THREADS"
-# A graph with fewer new kernels than this compiles them at their launches: starting worker processes
-# (each imports torch and Triton) cost more than a few compiles (threads keep the minimum, unmeasured).
+# A graph with fewer new kernels than this compiles them at their launches: a job's round trip, and for a
+# first graph the workers' start (each imports torch and Triton), cost more than a few compiles.
 MIN_NEW_KERNELS = 4
 
 
