@@ -6,8 +6,8 @@ caches: the fuser's kernel folder, Triton's cache and Inductor's, each fresh, in
 
 runs one process per (repeat, model, backend), the backends in a new random order each repeat, and
 prints the median and the spread of each. Every process reads the imported packages' bytecode from one
-cache compiled first (`bytecode_cache`), as from a user's installation. Backends: `eager` (Dynamo alone), `aot_eager` (+ AOTAutograd),
-`inductor` (the default backend), `fuser` (as configured by default: a graph's kernels compiled ahead,
+cache compiled first (`bytecode_cache`), as from a user's installation. Backends: `eager` (Dynamo alone),
+`aot_eager` (+ AOTAutograd), `inductor` (the default backend), `fuser` (as configured by default: a graph's kernels compiled ahead,
 side by side, in worker processes, one per core but one, at most 16), `fuser-threads` (in as many threads
 of the process instead: `FUSER_COMPILE_THREADS`), `fuser-at-launch` (each kernel compiled at its first
 launch, one after another: `FUSER_COMPILE_WORKERS=0`), `fuser-triton-launcher` (each launched through
@@ -38,6 +38,8 @@ BACKENDS = {  # name -> (torch.compile backend, environment)
     "aot_eager": ("aot_eager", {}),
     "inductor": ("inductor", {}),
     "fuser": ("fuser", {}),  # as configured by default (since session 22: compiled ahead in worker processes)
+    # as many threads as the default has workers (compile_pool.default_workers, not imported here: this
+    # module is each measured process's too, and the fuser's import belongs to its timed first call)
     "fuser-threads": ("fuser", {"FUSER_COMPILE_THREADS": str(min(16, max(1, (os.cpu_count() or 2) - 1)))}),
     "fuser-at-launch": ("fuser", {"FUSER_COMPILE_WORKERS": "0"}),  # each kernel compiled at its first launch
     # each kernel launched through Triton's C launcher, built with gcc per signature at its first launch

@@ -172,8 +172,8 @@ def fuser_backend(
     if mode is not None:
         raise ValueError(f"fuser: torch.compile mode {mode!r} is not supported; the fuser has no modes")
     chosen = Options.from_dict(options)
-    # The compile workers (FUSER_COMPILE_WORKERS, the default pool) start now, importing torch and Triton while AOTAutograd
-    # traces, rather than at the first graph's kernels, where the first launch would wait for them.
+    # The compile workers (FUSER_COMPILE_WORKERS, the default pool) start now, importing torch and Triton
+    # while AOTAutograd traces, rather than at the first graph's kernels, where the first launch would wait.
     compile_pool.start_for(example_inputs)
     forward = functools.partial(compile_graph, options=chosen)
     backward = functools.partial(compile_graph, options=chosen, backward=True)

@@ -23,7 +23,7 @@ torch's static one (`fuser.runtime.direct_launch`).
 FUSER_COMPILE_THREADS=N uses threads of this process instead: ptxas (a subprocess per kernel) and LLVM's
 passes (Triton releases the GIL around them) run side by side, Triton's code generator and the fuser's own
 compile step take turns with Dynamo for the GIL. Not on CPython 3.11 before 3.11.8, whose `ast.parse` is
-unsafe in threads (`AST_PARSE_THREAD_SAFE`): threads asked for there are refused by name. docs/design.md,
+unsafe in threads (`ast_parse_thread_safe`): threads asked for there are refused by name. docs/design.md,
 "Compiling ahead".
 """
 
@@ -65,9 +65,6 @@ def default_workers() -> int:
     return min(16, max(0, cores // max(1, int(siblings) if siblings.isdigit() else 1) - 1))
 
 
-DEFAULT_WORKERS = default_workers()
-
-
 # CPython 3.11 before 3.11.8 keeps one depth counter for every thread's `ast.parse`: a garbage collection
 # inside a parse runs Python code, another thread parses meanwhile, and a parse raises SystemError (CPython
 # gh-106905; tools/probes/ast_parse_in_threads.py reproduces it in a second). Triton parses each kernel's
@@ -77,7 +74,6 @@ def ast_parse_thread_safe() -> bool:
     return not ((3, 11) <= tuple(sys.version_info[:3]) < (3, 11, 8))
 
 
-AST_PARSE_THREAD_SAFE = ast_parse_thread_safe()
 # Not `-m fuser.runtime.compile_pool`: the package imports this module first, so runpy would run it twice
 # and warn so, once for each worker, on the user's terminal.
 WORKER_COMMAND = [sys.executable, "-c", "from fuser.runtime.compile_pool import main; main()"]
@@ -96,7 +92,7 @@ def wanted() -> tuple[str, int]:
     some, else ("processes", FUSER_COMPILE_WORKERS), by default a worker per core but one, at most 16. A
     count of 0: none, each kernel compiled at its launch."""
     threads = _count(THREADS_ENV, "threads")
-    processes = _count(WORKERS_ENV, "worker processes", default=0 if threads else DEFAULT_WORKERS)
+    processes = _count(WORKERS_ENV, "worker processes", default=0 if threads else default_workers())
     if processes and threads:
         raise ValueError(f"fuser: set {WORKERS_ENV} or {THREADS_ENV}, not both")
     if threads:
@@ -106,7 +102,7 @@ def wanted() -> tuple[str, int]:
 
 
 def refuse_unsafe_threads() -> None:
-    if not AST_PARSE_THREAD_SAFE:
+    if not ast_parse_thread_safe():
         version = ".".join(map(str, sys.version_info[:3]))
         raise ValueError(
             f"fuser: no compile threads on Python {version}: its ast.parse is unsafe in threads (CPython "
@@ -147,13 +143,14 @@ class Pool:
 
     def __init__(self, workers: int):
         self.jobs: queue.Queue = queue.Queue()
+        env = worker_environment()
         self.processes = [
             subprocess.Popen(
                 WORKER_COMMAND,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
-                env=worker_environment(),
+                env=env,
             )
             for _ in range(workers)
         ]

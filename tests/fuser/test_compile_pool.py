@@ -21,7 +21,8 @@ def _bias_sigmoid(x, y):
 # Compile threads are refused on Pythons whose ast.parse is unsafe in threads (the CPU machines' 3.11.7);
 # test_threads_are_refused_where_ast_parse_is_unsafe checks that, and the GPU machine's 3.12 runs these.
 UNSAFE_THREADS = pytest.mark.skipif(
-    not compile_pool.AST_PARSE_THREAD_SAFE, reason="this Python's ast.parse is unsafe in threads (gh-106905)"
+    not compile_pool.ast_parse_thread_safe(),
+    reason="this Python's ast.parse is unsafe in threads (gh-106905)",
 )
 POOLS = [compile_pool.Pool, pytest.param(compile_pool.ThreadPool, marks=UNSAFE_THREADS)]
 
@@ -176,14 +177,14 @@ def test_on_a_gpu_each_first_launch_finds_its_kernel_compiled_by_a_worker(
 def test_by_default_workers_compile_and_either_count_switches_them(monkeypatch):
     """Worker processes by default (measured on the H200: the module's docstring); FUSER_COMPILE_WORKERS=0
     compiles each kernel at its launch; FUSER_COMPILE_THREADS=N asks for threads instead."""
-    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
+    monkeypatch.setattr(compile_pool, "ast_parse_thread_safe", lambda: True)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     monkeypatch.delenv(compile_pool.THREADS_ENV, raising=False)
-    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_WORKERS)
+    assert compile_pool.wanted() == ("processes", compile_pool.default_workers())
     monkeypatch.setenv(compile_pool.THREADS_ENV, "3")
     assert compile_pool.wanted() == ("threads", 3)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "0")
-    assert compile_pool.wanted() == ("processes", compile_pool.DEFAULT_WORKERS)
+    assert compile_pool.wanted() == ("processes", compile_pool.default_workers())
     monkeypatch.delenv(compile_pool.THREADS_ENV)
     monkeypatch.setenv(compile_pool.WORKERS_ENV, "0")
     monkeypatch.setattr(compile_pool, "_pool", None)
@@ -198,7 +199,6 @@ def test_threads_are_refused_where_ast_parse_is_unsafe(monkeypatch, version):
     """Python 3.11 before 3.11.8 races in `ast.parse` from threads (tools/probes/ast_parse_in_threads.py
     shows it on 3.11.7): threads asked for there are refused by name; elsewhere they are given."""
     monkeypatch.setattr(compile_pool.sys, "version_info", (*version, "final", 0))
-    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", compile_pool.ast_parse_thread_safe())
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
     if version >= (3, 11, 8):
@@ -220,8 +220,8 @@ def test_the_backend_starts_workers_asked_for_only_for_graphs_over_cuda_tensors(
     monkeypatch.setattr(compile_pool, "_pool", None)
     with FakeTensorMode():
         on_gpu, on_cpu = [torch.empty(2, device="cuda")], [torch.empty(2)]
-    monkeypatch.setattr(compile_pool, "AST_PARSE_THREAD_SAFE", True)
-    monkeypatch.setattr(compile_pool, "DEFAULT_WORKERS", 3)
+    monkeypatch.setattr(compile_pool, "ast_parse_thread_safe", lambda: True)
+    monkeypatch.setattr(compile_pool, "default_workers", lambda: 3)
     monkeypatch.delenv(compile_pool.WORKERS_ENV, raising=False)
     monkeypatch.setenv(compile_pool.THREADS_ENV, "4")
     compile_pool.start_for(on_gpu)  # threads need no start
