@@ -76,3 +76,23 @@ def test_the_sum_of_exp_alone_is_nan_where_eager_s_is(device):
 
     report = fused_matches_eager(sum_of_exp, x, kernels=1)
     assert report.result[1].isnan() and passes(report.kernels[0].source) == 1
+
+
+def relative_ulps(value: torch.Tensor, exact: torch.Tensor) -> float:
+    """The largest relative distance of `value` from `exact`, in float32 ulps of 1."""
+    return ((value.double() - exact).abs() / exact.abs()).max().item() / 2**-24
+
+
+def test_the_sum_of_exp_is_as_close_to_float64_as_eager_s(device):
+    # On a GPU the terms take the fast exp (ex2.approx): a term's error of a few ulps must stay below what
+    # the float32 sum itself rounds, so the sum is no further from float64 than about eager's.
+    def sum_of_exp(x):
+        return (x - x.amax(1, keepdim=True)).exp().sum(1)
+
+    for scale in (1.0, 8.0, 30.0):
+        x = torch.randn(8, COLS, generator=torch.Generator().manual_seed(2)) * scale
+        exact = sum_of_exp(x.double())
+        report = fused_matches_eager(sum_of_exp, x.to(device), kernels=1)
+        eager = sum_of_exp(x.to(device))
+        fused_ulps, eager_ulps = relative_ulps(report.result.cpu(), exact), relative_ulps(eager.cpu(), exact)
+        assert fused_ulps <= 2 * eager_ulps + 2, (scale, fused_ulps, eager_ulps)
