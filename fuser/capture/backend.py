@@ -91,6 +91,21 @@ def _hardtanh_backward(grad: torch.Tensor, x: torch.Tensor, min_val: float, max_
     return torch.where((x <= min_val) | (x >= max_val), 0.0, grad)
 
 
+def _nll_loss_backward(stock):
+    # ATen's kernels write each row's gradient at its target and leave the rest 0; the stock decompositions
+    # multiply a one-hot tensor by the gradient, so a nan or inf gradient of a row's loss made the whole
+    # row nan (0 * nan), where eager's is nan at the target alone (found by the full conformance tier).
+    def backward(grad, x, target, weight, reduction, ignore_index, total_weight):
+        full = stock(grad, x, target, weight, reduction, ignore_index, total_weight)
+        channel_dim = 0 if x.dim() < 2 else 1
+        target = (target[0] if x.dim() == 1 and target.dim() > 0 else target).unsqueeze(channel_dim)
+        safe_target = torch.where(target != ignore_index, target, 0)
+        picked = torch.scatter(torch.zeros_like(x), channel_dim, safe_target, 1.0) != 0
+        return torch.where(picked & (target != ignore_index), full, 0.0)
+
+    return backward
+
+
 _STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
 
 
@@ -155,6 +170,8 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.logit_backward.default] = _logit_backward
     table[aten.hardtanh_backward.default] = _hardtanh_backward
     table[aten.native_layer_norm.default] = _native_layer_norm
+    for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
+        table[op] = _nll_loss_backward(table[op])
     table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}
     for pair in split_pairs(table):

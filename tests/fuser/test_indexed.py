@@ -168,3 +168,42 @@ def test_with_recompute_a_cross_entropy_saves_no_log_probabilities_for_its_backw
         torch._dynamo.reset()
     assert ((9, 500), torch.float32) in saved[False]
     assert ((9, 500), torch.float32) not in saved[True] and ((9, 500), torch.bfloat16) in saved[True]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_nan_gradient_of_a_row_s_loss_reaches_only_its_target_as_eager_s(weighted, device):
+    """nll_loss's backward writes each row's gradient at its target, the rest of the row 0: eager's kernels
+    do, where the stock decomposition multiplied a one-hot tensor by the gradient and made the whole row nan
+    (found by the full conformance tier's `into_reduction` context, whose max hands a nan on)."""
+    x = torch.randn(6, 9, device=device, requires_grad=True)
+    targets = torch.tensor([0, 8, 3, -100, 4, 4], device=device)
+    weight = torch.rand(9, device=device) if weighted else None
+    grad = torch.tensor([1.0, float("nan"), float("inf"), float("nan"), -2.0, 0.0], device=device)
+
+    def loss(x, targets):
+        return F.nll_loss(x, targets, weight=weight, reduction="none")
+
+    (want,) = torch.autograd.grad(loss(x, targets), x, grad)
+    before = fuser.counters()["kernels_launched"]
+    (got,) = torch.autograd.grad(torch.compile(loss, backend="fuser")(x, targets), x, grad)
+    assert fuser.counters()["kernels_launched"] - before >= 2  # forward and backward ran fused
+    torch.testing.assert_close(got, want, equal_nan=True)
+    assert got[1].isnan().sum() == 1 and not got[3].isnan().any()
+
+
+def test_a_nan_gradient_reaches_only_its_target_in_a_2d_loss_too(device):
+    x = torch.randn(2, 5, 3, 4, device=device, requires_grad=True)
+    targets = torch.randint(0, 5, (2, 3, 4), generator=torch.Generator().manual_seed(0)).to(device)
+    targets[1, 2, 3] = -100
+    grad = torch.ones(2, 3, 4, device=device)
+    grad[0, 1, 2], grad[1, 2, 3] = float("nan"), float("nan")
+
+    def loss(x, targets):
+        return F.nll_loss(x, targets, reduction="none")
+
+    (want,) = torch.autograd.grad(loss(x, targets), x, grad)
+    before = fuser.counters()["kernels_launched"]
+    (got,) = torch.autograd.grad(torch.compile(loss, backend="fuser")(x, targets), x, grad)
+    assert fuser.counters()["kernels_launched"] - before >= 2
+    torch.testing.assert_close(got, want, equal_nan=True)
+    assert got.isnan().sum() == 1
