@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Issue 29 item 1 on the lent GPU: gather and scatter of a value fused, online softmax (recorded in
-# docs/gpu-runs.md):
+# Issue 29 item 1 on the lent GPU: the cross-entropy and softmax workloads (recorded in docs/gpu-runs.md):
 #   STEPS="env validate tests" bash tools/gpu/cross_entropy_on_gpu.sh   then apply $OUT/sm_90.toml here
-#   STEPS="env bench" PROCESSES=3 bash tools/gpu/cross_entropy_on_gpu.sh
-# validate: every op without a fresh sm_90 entry (gather.default and scatter.value), into $OUT/sm_90.toml
-#   (VALIDATE_ARGS: more options, e.g. "--fuzz-examples 0");
+#   STEPS="env tests conformance bench-1 bench-2 bench-3 sweep" bash tools/gpu/cross_entropy_on_gpu.sh
+# validate: every op without a fresh sm_90 entry, into $OUT/sm_90.toml (VALIDATE_ARGS: more options,
+#   e.g. "--fuzz-examples 0");
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
-# bench: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager side
-#   by side), once per process, PROCESSES fresh processes: $OUT/bench-<k>.json; and recompute-<k>: the
-#   backward workload with FUSER_RECOMPUTE=1 (the fuser's min-cut partitioner option);
-# sweep: the forward's looped kernel under other launch settings (STEPS="env sweep"; not run yet).
-# shellcheck disable=SC2086  # VALIDATE_ARGS is a list of options
+# conformance: the full tier of the softmax, log-softmax, logsumexp and loss ops under the fuser on CUDA,
+#   in the configuration users get (long rows of 20,000 columns run the looped kernels);
+# bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager
+#   side by side) in fresh process k: $OUT/bench-<k>.json;
+# gelu-<k>: tools/probes/gelu_tanh_forms_cuda.py in fresh process k (item 5: tanh-gelu's forms, their cost
+#   and float32 accuracy, beside the fuser's, Inductor's and eager's kernels and a plain add);
+# sweep: the forward's looped kernel under other launch settings ($SWEEP; one row a program, RBLOCK 2048,
+#   4 warps by default).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/cross-entropy}
@@ -27,12 +29,14 @@ for k in $(seq 1 "${PROCESSES:-3}"); do
     # shellcheck disable=SC2086  # a list of workloads
     step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' $workloads) \
         --repeats "${REPEATS:-3}" --json "$OUT/bench-$k.json"
-    # The same backward with the min-cut partitioner (options={"recompute": True}) for the fuser.
-    step "recompute-$k" 300 0 env FUSER_RECOMPUTE=1 "$PYTHON" benchmarks/compare.py \
-        --workload cross_entropy_backward --repeats "${REPEATS:-3}" --json "$OUT/recompute-$k.json"
 done
-# sweep: the looped forward kernel's launch settings (one row a program, RBLOCK 2048, 4 warps by default),
-# against the 85% of copy peak issue 29 asks for.
+for k in $(seq 1 "${PROCESSES:-3}"); do
+    step "gelu-$k" 120 0 "$PYTHON" tools/probes/gelu_tanh_forms_cuda.py
+done
 step sweep 200 0 "$PYTHON" benchmarks/compare.py --workload cross_entropy --repeats 1 --json "$OUT/sweep.json" \
     --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
+step conformance 300 15 "$PYTHON" -m pytest conformance/ -p no:benchmark -q -n 8 -p no:cacheprovider \
+    --conformance-device cuda --conformance-tier full --conformance-report "$OUT/conformance" \
+    --conformance-op aten._softmax.default,aten._log_softmax.default,aten.softmax.int,aten.log_softmax.int \
+    --conformance-op aten.logsumexp.default,aten.cross_entropy_loss.default,aten.nll_loss.default
 bundle cross-entropy

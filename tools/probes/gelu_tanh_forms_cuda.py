@@ -1,0 +1,90 @@
+"""What tanh-gelu's forms cost and how exact they are on a GPU (issue 29 item 5: pointwise kernels at 90% of
+copy peak, bias + tanh-gelu at 86% on the H100). gelu(x + bias, approximate="tanh"), bf16 16384x4096, as one
+Triton kernel per form, side by side in one process with the fuser's kernel, Inductor's, eager's and a
+plain `x + bias` (the bytes alone). Forms:
+  tanh          0.5 v (1 + tanh(u)), u = sqrt(2/pi) (v + 0.044715 v^3): eager's form, the fuser's today
+  sigmoid       v / (1 + exp(-2u)): the same function, 1 + tanh(u) = 2 / (1 + exp(-2u)), with no
+                cancellation where tanh(u) nears -1 (where eager's is 0); libdevice's accurate exp
+  sigmoid-fast  the same with the GPU's fast exp (ex2.approx)
+Accuracy: each form's float32 result against float64 over v in [-12, 12], in float32 ulps of the exact
+value (the largest, and the largest where |result| > 1e-3, the range eager's own form holds digits in).
+Forms alternate within a process; run it in several fresh processes, median of medians:
+  for i in 1 2 3; do python tools/probes/gelu_tanh_forms_cuda.py >> gelu_tanh.jsonl; done
+"""
+
+import json
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+from triton.testing import do_bench
+
+from fuser.capture.backend import fuser_backend
+
+FORMS = {"tanh": 0, "sigmoid": 1, "sigmoid-fast": 2, "add": 3}
+
+
+@triton.jit
+def bias_gelu(x_ptr, b_ptr, y_ptr, n, cols, FORM: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = o < n
+    v = tl.load(x_ptr + o, mask=m).to(tl.float32) + tl.load(b_ptr + o % cols, mask=m).to(tl.float32)
+    u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+    if FORM == 0:
+        y = 0.5 * v * (1.0 + libdevice.tanh(u))
+    elif FORM == 1:
+        y = v / (1.0 + libdevice.exp(-2.0 * u))
+    elif FORM == 2:
+        y = v / (1.0 + tl.exp(-2.0 * u))
+    else:
+        y = v
+    tl.store(y_ptr + o, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+def launch(x, b, y, form):
+    grid = (triton.cdiv(x.numel(), 1024),)
+    return lambda: bias_gelu[grid](x, b, y, x.numel(), b.numel(), FORMS[form], 1024, num_warps=4)
+
+
+def ulps(value: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    spacing = torch.finfo(torch.float32).eps * exact.abs().clamp_min(torch.finfo(torch.float32).tiny)
+    return (value.double() - exact).abs() / spacing
+
+
+def accuracy() -> dict[str, list[float]]:
+    v = torch.linspace(-12, 12, 1 << 20, device="cuda", dtype=torch.float32)
+    zero = torch.zeros(1, device="cuda", dtype=torch.float32)
+    exact = F.gelu(v.double(), approximate="tanh")
+    held = exact.abs() > 1e-3
+    found = {}
+    for form in ("tanh", "sigmoid", "sigmoid-fast"):
+        y = torch.empty_like(v)
+        launch(v, zero, y, form)()
+        found[form] = [ulps(y, exact).max().item(), ulps(y, exact)[held].max().item()]
+    found["eager"] = [ulps(F.gelu(v, approximate="tanh"), exact)[i].max().item() for i in (Ellipsis, held)]
+    return found
+
+
+def main():
+    rows, cols = 16384, 4096
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    fn = lambda x, b: F.gelu(x + b, approximate="tanh")  # noqa: E731
+    fuser = torch.compile(fn, backend=fuser_backend, dynamic=False)
+    inductor = torch.compile(fn, dynamic=False)
+    variants = {form: launch(x, b, y, form) for form in FORMS}
+    variants |= {"fuser": lambda: fuser(x, b), "inductor": lambda: inductor(x, b), "eager": lambda: fn(x, b)}
+    for call in variants.values():
+        call()
+    times = {name: [] for name in variants}
+    for _ in range(5):
+        for name, call in variants.items():
+            times[name].append(do_bench(call, warmup=25, rep=100, return_mode="median"))
+    print(json.dumps({"ms": {n: sorted(t)[len(t) // 2] for n, t in times.items()}, "ulps": accuracy()}))
+
+
+if __name__ == "__main__":
+    main()
