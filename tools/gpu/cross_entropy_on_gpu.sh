@@ -4,7 +4,7 @@
 #   STEPS="env tests conformance bench-1 bench-2 bench-3 sweep" bash tools/gpu/cross_entropy_on_gpu.sh
 # validate: every op without a fresh sm_90 entry, into $OUT/sm_90.toml (VALIDATE_ARGS: more options,
 #   e.g. "--fuzz-examples 0");
-# tests: the fuser's tests of the indexed ops and of online softmax, on CUDA;
+# tests: the fuser's tests of the indexed ops and of online softmax, on CUDA ($TESTS: others);
 # conformance: the full tier of the softmax, log-softmax, logsumexp and loss ops under the fuser on CUDA,
 #   in the configuration users get (long rows of 20,000 columns run the looped kernels);
 # bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager
@@ -22,8 +22,9 @@ step env 30 0 bash -c versions
 step validate "${VALIDATE_S:-300}" 60 "$PYTHON" -m conformance.validate --batch --all-unvalidated --device cuda \
     --workers "${WORKERS:-12}" --logs reports/validate/logs ${VALIDATE_ARGS:-}
 cp fuser/manifest/sm_90.toml "$OUT/" 2>/dev/null
-step tests 200 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest tests/fuser/test_indexed.py \
-    tests/fuser/test_online_softmax.py -q -p no:cacheprovider
+# shellcheck disable=SC2086  # TESTS is a list of test files
+step tests 200 0 env FUSER_TEST_DEVICE=cuda "$PYTHON" -m pytest \
+    ${TESTS:-tests/fuser/test_indexed.py tests/fuser/test_online_softmax.py} -q -p no:cacheprovider
 workloads=${WORKLOADS:-"cross_entropy cross_entropy_backward softmax"}
 for k in $(seq 1 "${PROCESSES:-3}"); do
     # shellcheck disable=SC2086  # a list of workloads
