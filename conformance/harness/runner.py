@@ -119,6 +119,10 @@ class CaseRun:
 # --- the program ----------------------------------------------------------------------------------
 
 
+# Op categories whose floating `dtype` arguments set the dtype they compute in.
+COMPUTE_DTYPE_CATEGORIES = ("reduction", "normalization")
+
+
 class Program:
     """Straight-line source calling the op once per sample, with the context's wrappers."""
 
@@ -142,6 +146,11 @@ class Program:
         self.inputs: list[torch.Tensor] = []
         self.frozen: set[int] = set()  # inputs passed as a `not_differentiated` argument
         names = [argument.name for argument in spec.overload._schema.arguments]
+        # A reduction's or normalization's floating `dtype` argument is the dtype it computes in (mean's,
+        # log_softmax's): the reference computes in float64 (the oracle rounds its result to eager's
+        # dtype). Kept, log_softmax(x, dtype=float32)'s reference computed in float32, so eager's error
+        # read 0 and a correct compiled gradient failed. A cast's or a created tensor's dtype is its meaning.
+        widens_dtypes = reference and spec.combine is None and spec.category in COMPUTE_DTYPE_CATEGORIES
         lines = []
         for sample in self.samples:
             seen: dict[int, int] = {}
@@ -163,7 +172,7 @@ class Program:
                         else f"({inner}{',' if len(value) == 1 else ''})"
                     )
                 if isinstance(value, torch.dtype):
-                    return str(value)
+                    return "torch.float64" if widens_dtypes and value.is_floating_point else str(value)
                 if isinstance(value, torch.device):
                     # The partner's device, read when the program runs (eager's meta check runs it on
                     # meta tensors).

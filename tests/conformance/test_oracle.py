@@ -213,6 +213,29 @@ def test_the_float64_reference_of_a_gradient_rounds_the_op_s_result_where_the_pr
     assert forward.reference.tolist() == [[0.0, 196512.0, math.inf]]
 
 
+def test_the_reference_of_an_op_that_computes_in_a_given_dtype_computes_in_float64():
+    """log_softmax(x, dtype=float32) on float64 x computes in float32: a reference that kept the argument
+    computed in float32 too, eager's error read 0, and a compiled gradient closer to float64 than eager's
+    failed (the full tier's log_softmax.int backward cases on the CPU). A cast keeps its dtype: it is its
+    meaning."""
+    from conformance.harness.runner import expect
+    from conformance.specs.catalog import SPECS
+    from conformance.specs.samples import Sample
+
+    x = torch.randn(3, 40_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3
+    sample = Sample((x, -1), {"dtype": torch.float32}, "a float64 row computed in float32")
+    expected = expect(SPECS["aten.log_softmax.int"], "alone", sample, backward=True, seed=0)
+    (grad_output,) = expected.grad_outputs
+    out = torch.log_softmax(x, -1)
+    exact = grad_output.double() - out.exp() * grad_output.double().sum(-1, keepdim=True)
+    assert (expected.reference_grads[0] - exact).abs().max() < 1e-12
+    assert (expected.grads[0] - exact).abs().max() > 1e-6  # eager's, computed in float32
+    cast = expect(
+        SPECS["aten._to_copy.default"], "alone", Sample((x,), {"dtype": torch.float16}, "a cast"), False, 0
+    )
+    assert cast.reference.dtype == torch.float16
+
+
 def test_eager_s_own_bits_pass_without_the_elementwise_rules_and_record_eager_s_ulps(monkeypatch):
     # The fast path: a result with eager's bits (nan, inf and signed zeros included, any strides) is
     # eager's answer; the elementwise rules are not run for it, and its ulps are eager's.
