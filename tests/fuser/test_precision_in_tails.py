@@ -44,3 +44,27 @@ def test_a_tail_element_among_ordinary_ones_and_a_0d_gelu_keep_their_digits():
     scalar = fuser.compile(lambda s, t: torch.nn.functional.gelu(s) + t, dynamic=False, unvalidated="fuse")
     s, t = torch.tensor(-7.5), torch.zeros(5)
     assert torch.allclose(scalar(s, t).double(), exact_gelu(s) + t.double(), rtol=1e-5, atol=0)
+
+
+def test_a_half_layer_norm_backward_over_a_long_row_divides_rstd_by_n_in_float():
+    # The CPU's float16 layer norm saves a float16 rstd; rstd / 70001 rounded to float16 is a subnormal
+    # with 8 bits, which put the input's gradient 6x eager's error from float64 (the full conformance tier).
+    n = 70_001
+    generator = torch.Generator().manual_seed(0)
+    x, grad = (torch.randn(3, n, generator=generator, dtype=torch.float16) for _ in range(2))
+    w, b = (torch.randn(n, generator=generator, dtype=torch.float16) for _ in range(2))
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [n], w, b, 1e-5)
+
+    def backward(*args):
+        return torch.ops.aten.native_layer_norm_backward(
+            args[0], args[1], [n], *args[2:], [True, False, False]
+        )[0]
+
+    args = (grad, x, mean, rstd, w, b)
+    compiled = fuser.compile(backward, dynamic=False, unvalidated="fuse")
+    with fuser.collecting() as graphs:
+        result = compiled(*args)
+    assert [len(graph.kernels) for graph in graphs] == [1] and not graphs[0].eager_calls
+    exact = backward(*(a.double() for a in args))
+    eager_error = (backward(*args).double() - exact).abs().max()
+    assert (result.double() - exact).abs().max() <= 2 * eager_error
