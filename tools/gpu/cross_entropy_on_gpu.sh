@@ -5,7 +5,8 @@
 # validate: every op without a fresh sm_90 entry, into $OUT/sm_90.toml (VALIDATE_ARGS: more options,
 #   e.g. "--fuzz-examples 0");
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA ($TESTS: others);
-# conformance: the full tier of the softmax, log-softmax, logsumexp and loss ops under the fuser on CUDA,
+# conformance: the full tier of the softmax, log-softmax, logsumexp, loss and layer-norm ops under the fuser
+#   on CUDA ($CONFORMANCE_S seconds at most, default 300),
 #   in the configuration users get (long rows of 20,000 columns run the looped kernels);
 # bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager
 #   side by side) in fresh process k: $OUT/bench-<k>.json;
@@ -36,8 +37,9 @@ for k in $(seq 1 "${PROCESSES:-3}"); do
 done
 step sweep 200 0 "$PYTHON" benchmarks/compare.py --workload cross_entropy --repeats 1 --json "$OUT/sweep.json" \
     --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
-step conformance 300 15 "$PYTHON" -m pytest conformance/ -p no:benchmark -q -n 8 -p no:cacheprovider \
+step conformance "${CONFORMANCE_S:-300}" 15 "$PYTHON" -m pytest conformance/ -p no:benchmark -q -n 8 -p no:cacheprovider \
     --conformance-device cuda --conformance-tier full --conformance-report "$OUT/conformance" \
     --conformance-op aten._softmax.default,aten._log_softmax.default,aten.softmax.int,aten.log_softmax.int \
-    --conformance-op aten.logsumexp.default,aten.cross_entropy_loss.default,aten.nll_loss.default
+    --conformance-op aten.logsumexp.default,aten.cross_entropy_loss.default,aten.nll_loss.default \
+    --conformance-op aten.nll_loss2d_forward.default,aten.layer_norm.default,aten.native_layer_norm_backward.default
 bundle cross-entropy
