@@ -13,7 +13,7 @@
 # gelu-<k>: tools/probes/gelu_tanh_forms_cuda.py in fresh process k (item 5: tanh-gelu's forms, their cost
 #   and float32 accuracy, beside the fuser's, Inductor's and eager's kernels and a plain add);
 # sweep: the forward's looped kernel under other launch settings ($SWEEP; one row a program, RBLOCK 2048,
-#   4 warps by default).
+#   4 warps by default), or other workloads' ($SWEEP_WORKLOADS, $SWEEP_S seconds).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/cross-entropy}
@@ -35,7 +35,9 @@ done
 for k in $(seq 1 "${PROCESSES:-3}"); do
     step "gelu-$k" 120 0 "$PYTHON" tools/probes/gelu_tanh_forms_cuda.py
 done
-step sweep 200 0 "$PYTHON" benchmarks/compare.py --workload cross_entropy --repeats 1 --json "$OUT/sweep.json" \
+# shellcheck disable=SC2046  # a list of workloads
+step sweep "${SWEEP_S:-200}" 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' ${SWEEP_WORKLOADS:-cross_entropy}) \
+    --repeats 1 --json "$OUT/sweep.json" \
     --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
 step conformance "${CONFORMANCE_S:-300}" 15 "$PYTHON" -m pytest conformance/ -p no:benchmark -q -n 8 -p no:cacheprovider \
     --conformance-device cuda --conformance-tier full --conformance-report "$OUT/conformance" \
