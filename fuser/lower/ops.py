@@ -286,8 +286,11 @@ def _int_clamp(x: str, lo: str | None, hi: str | None) -> str:
 
 def _gelu(x: str, approximate: str = "none") -> str:
     if approximate == "tanh":
+        # x / (1 + exp(-2u)) is 0.5 x (1 + tanh(u)) without its cancellation where tanh(u) nears -1 (eager's
+        # form is 424 float32 ulps from float64 there, this one 11), and on a GPU with the fast exp it
+        # costs 0.079 ms against 0.098 for bf16 16384x4096 (tools/probes/gelu_tanh_forms_cuda.py, H200).
         inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
-        return f"0.5 * {x} * (1.0 + libdevice.tanh({inner}))"
+        return f"{x} / (1.0 + tl.exp(-2.0 * {inner}))"
     # erfc(-x / sqrt 2), not 1 + erf(x / sqrt 2): the sum cancels for x < -5.4 (float32)
     return f"0.5 * {x} * libdevice.erfc({x} * -0.7071067811865476)"
 

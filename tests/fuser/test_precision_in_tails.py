@@ -68,3 +68,21 @@ def test_a_half_layer_norm_backward_over_a_long_row_divides_rstd_by_n_in_float()
     exact = backward(*(a.double() for a in args))
     eager_error = (backward(*args).double() - exact).abs().max()
     assert (result.double() - exact).abs().max() <= 2 * eager_error
+
+
+def test_tanh_gelu_keeps_its_digits_where_1_plus_tanh_cancels():
+    # 0.5 x (1 + tanh(u)) cancels as tanh(u) nears -1 (eager's float32 form is about 400 ulps off at
+    # x = -4.5 and returns 0 past x = -9.2); x / (1 + exp(-2u)) is the same function without it.
+    x = torch.linspace(-9.0, 3.0, 241)
+    compiled = fuser.compile(
+        lambda x: torch.nn.functional.gelu(x, approximate="tanh"), dynamic=False, unvalidated="fuse"
+    )
+    with fuser.collecting() as graphs:
+        result = compiled(x)
+    assert [len(graph.kernels) for graph in graphs] == [1] and not graphs[0].eager_calls
+    wide = x.double()
+    u = 0.7978845608028654 * (wide + 0.044715 * wide**3)
+    exact = wide / (1 + torch.exp(-2 * u))  # float64's own 1 + tanh(u) cancels too, from x < -6
+    # exp(-2u) magnifies the rounding of its argument by |2u|, which reaches 2 |x|^3 / 10 here
+    conditioning = 2 * u.abs()
+    assert (ulps_from_float64(result, exact) <= 4 + conditioning).all()
