@@ -39,7 +39,7 @@ done
 step sweep "${SWEEP_S:-200}" 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' ${SWEEP_WORKLOADS:-cross_entropy}) \
     --repeats 1 --json "$OUT/sweep.json" \
     --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
-step conformance "${CONFORMANCE_S:-300}" 15 "$PYTHON" -m pytest conformance/ -p no:benchmark -q -n 8 -p no:cacheprovider \
+step conformance "${CONFORMANCE_S:-300}" 15 "$PYTHON" -m pytest conformance/ -p no:benchmark ${CONFORMANCE_PYTEST:--q -n 8} -p no:cacheprovider \
     --conformance-device cuda --conformance-tier full --conformance-report "$OUT/conformance" \
     --conformance-op aten._softmax.default,aten._log_softmax.default,aten.softmax.int,aten.log_softmax.int \
     --conformance-op aten.logsumexp.default,aten.cross_entropy_loss.default,aten.nll_loss.default \
