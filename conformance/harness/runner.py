@@ -193,7 +193,8 @@ class Program:
             }
             call = f"op({', '.join(arguments)})"
             if spec.results is not None:
-                call = f"checked({call})"
+                kept = spec.results(sample.args, sample.kwargs) if callable(spec.results) else spec.results
+                call = f"checked({call}, {tuple(kept)!r})"
             if partner_name is not None:
                 call = f"combine({call}, {partner_name})"
             lines.append(f"        wrap_out({call}),")
@@ -210,7 +211,7 @@ class Program:
             "wrap_in": wrap_in or (lambda x: x),
             "wrap_out": _mapped(wrap_out) if wrap_out else (lambda y: y),
             "combine": _widened(spec.combine) if reference and spec.combine else spec.combine,
-            "checked": lambda result: tuple(result[i] for i in spec.results),
+            "checked": lambda result, kept: tuple(result[i] for i in kept),
         }
         if rounded_like is not None:
             unrounded = self.namespace["wrap_out"]

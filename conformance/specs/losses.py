@@ -92,6 +92,12 @@ def nll2d_calls(x, make) -> Calls:
     return [((x, target, None, reduction, IGNORED), {}) for reduction in REDUCTIONS]
 
 
+def nll2d_results(args, kwargs) -> tuple[int, ...]:
+    """Without a reduction, CUDA's nll_loss2d never writes total_weight: eager returns whatever its memory
+    held (0.008 and 0.174 in one run on an H200, 2026-11-29), so only the loss is checked there."""
+    return (0,) if args[3] == 0 else (0, 1)
+
+
 def cross_entropy_calls(x, make) -> Calls:
     """Class indices (with weights, an ignored target, label smoothing) and probabilities as targets."""
     rows = _rows(x)
@@ -277,7 +283,7 @@ def loss_specs() -> list[OpSpec]:
         _loss("nll_loss_nd.default", nll_keyword_calls, **classes),
         _loss("nll_loss_forward.default", nll_calls, **classes),
         _loss("nll_loss_backward.default", nll_backward_calls, differentiable=False),
-        _loss("nll_loss2d_forward.default", nll2d_calls, **classes),
+        _loss("nll_loss2d_forward.default", nll2d_calls, results=nll2d_results, **classes),
         _loss("cross_entropy_loss.default", cross_entropy_calls, **classes),
         _loss("mse_loss.default", regression_calls()),
         _loss("mse_loss_backward.default", regression_backward_calls(), differentiable=False),

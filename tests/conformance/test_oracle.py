@@ -253,3 +253,19 @@ def test_eager_s_own_bits_pass_without_the_elementwise_rules_and_record_eager_s_
     monkeypatch.undo()
     flipped = torch.tensor([[1.0, 0.0], [math.inf, math.nan]])  # one bit: the zero's sign
     assert not compare(flipped, expected, reference, signed_zeros=True).ok
+
+
+def test_a_result_eager_never_writes_is_left_out_per_call():
+    """CUDA's nll_loss2d without a reduction never writes total_weight (eager returned 0.008 and 0.174
+    from memory on an H200): the case checks only the loss there, and total_weight where it is defined."""
+    from conformance.harness.runner import expect
+    from conformance.specs.catalog import SPECS
+    from conformance.specs.samples import Sample
+
+    x = torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(0)).log_softmax(1)
+    target = torch.randint(0, 3, (2, 4, 5), generator=torch.Generator().manual_seed(1))
+    spec = SPECS["aten.nll_loss2d_forward.default"]
+    unreduced = expect(spec, "alone", Sample((x, target, None, 0, -100), {}, "none"), False, 0)
+    averaged = expect(spec, "alone", Sample((x, target, None, 1, -100), {}, "mean"), False, 0)
+    assert [tuple(r.shape) for r in unreduced.output] == [(2, 4, 5)]
+    assert [tuple(r.shape) for r in averaged.output] == [(), ()]
