@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
         "--against", metavar="REV", help="measure REV's tree beside head's and judge head / base"
     )
     gate.add_argument(
+        "--aa",
+        action="store_true",
+        help="where REV is head's own tree, measure it twice anyway: an A/A check of this machine's noise",
+    )
+    gate.add_argument(
         "--absolute",
         action="store_true",
         help="judge timings and instruction counts against the committed file",
@@ -110,6 +115,7 @@ def _gate(args: argparse.Namespace, tier: str, workloads: list[str]) -> int:
         workloads,
         backend=args.backend,
         against=args.against,
+        aa=args.aa,
         absolute=args.absolute,
         strict=args.strict,
         instructions=not args.counts_only,

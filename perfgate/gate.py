@@ -1,7 +1,8 @@
 """The gate and the update.
 
-`run_gate` measures head — and, given `against`, the base revision's tree beside it — in rounds of
-fresh processes (`perfgate.rounds`), then judges every workload and metric (`perfgate.verdict`):
+`run_gate` measures head — and, given `against`, the base revision's tree beside it, unless that is
+head's own tree (a clean clone of main against main) — in rounds of fresh processes
+(`perfgate.rounds`), then judges every workload and metric (`perfgate.verdict`):
 
 - against base (A/B): counts exactly, timings and instruction counts by the confidence interval of
   head / base;
@@ -30,7 +31,7 @@ from perfgate.machine import Machine
 from perfgate.metrics import METRICS, Metric, Rule, Sample
 from perfgate.rounds import Rounds, Samples
 from perfgate.tiers import Tier
-from perfgate.trees import Tree, base_tree, head_tree
+from perfgate.trees import Tree, base_tree, head_tree, is_head_tree
 from perfgate.verdict import Status, Verdict, failed, judge, pooled
 from perfgate.workloads import Workload
 
@@ -46,6 +47,7 @@ class GateRequest:
     workloads: list[str]
     backend: str = "fuser"
     against: str | None = None
+    aa: bool = False  # measure `against` beside head even where it is head's own tree
     absolute: bool = False
     strict: bool = False
     instructions: bool = True
@@ -136,7 +138,12 @@ def run_gate(request: GateRequest, log: Callable[[str], None] | None = None) -> 
     minimum = request.rounds or DEFAULT_ROUNDS[request.tier]
     with ExitStack() as stack:
         trees = [head_tree(committed=request.against is not None)]
-        if request.against:
+        if request.against and not request.aa and is_head_tree(request.against):
+            log(
+                f"{request.against} is head's own tree: no A/B (it could find only noise; --aa measures "
+                "it twice anyway); head alone, its counts judged against the committed file"
+            )
+        elif request.against:
             trees.append(stack.enter_context(base_tree(request.against)))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-")))
         spec = {"tier": request.tier, "backend": request.backend, "instructions": request.instructions}

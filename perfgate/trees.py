@@ -64,6 +64,12 @@ def resolve(rev: str) -> str:
     raise GateError(f"no revision {rev!r} in this repository (nor origin/{rev}): fetch it or name a commit")
 
 
+def is_head_tree(rev: str) -> bool:
+    """Whether REV's tree is head's own (a clean clone of main gated against main): an A/B of a tree
+    against itself can find no regression, only noise."""
+    return git("rev-parse", f"{resolve(rev)}^{{tree}}") == git("rev-parse", "HEAD^{tree}")
+
+
 @contextmanager
 def base_tree(rev: str) -> Iterator[Tree]:
     """REV's tree, with head's perf gate, in a worktree that exists only inside the `with`."""

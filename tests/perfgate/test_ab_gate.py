@@ -5,6 +5,7 @@ bad input stops it with one line and leaves no worktree behind.
 Each test works in a small repository of its own (this checkout's fuser/ and perfgate/, committed):
 
     gate     the fuser as it is, with a committed cpu.json of pointwise_chain's counts
+    notes    gate with a README: another tree, the same code
     nogate   the fuser alone, from before the perf gate existed (an ancestor of gate)
     unfused  gate, with fusion off by default: pointwise_chain's one kernel becomes ten
     broken   gate, with a fuser that cannot compile softmax
@@ -14,6 +15,7 @@ Each test works in a small repository of its own (this checkout's fuser/ and per
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -33,6 +35,7 @@ from perfgate.workloads import WORKLOADS
 COUNTS = ["gate", "--tier", "cpu", "--counts-only", "--workload", "pointwise_chain"]
 COMPILE_RETURN = "    return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)\n"
 PLANTS = {  # branch: its changes, each (file, old text, new text)
+    "notes": [("README.md", None, "the same fuser\n")],
     "unfused": [("fuser/options.py", '"fuse": True,', '"fuse": False,')],
     "broken": [
         (
@@ -86,6 +89,9 @@ def repo(tmp_path_factory) -> Path:
     for branch, changes in PLANTS.items():
         git(repo, "checkout", "-qb", branch, "gate")
         for path, old, new in changes:
+            if old is None:
+                (repo / path).write_text(new)
+                continue
             source = (repo / path).read_text()
             assert old in source, f"the plant for {branch} no longer applies to {path}"
             (repo / path).write_text(source.replace(old, new))
@@ -110,10 +116,23 @@ def worktrees(repo: Path) -> int:
 
 
 def test_unchanged_code_passes_the_ab_gate_and_its_worktree_is_gone_afterwards(repo):
-    run = gate(repo, "gate", *COUNTS, "--against", "gate", "--seed", "7")
+    run = gate(repo, "notes", *COUNTS, "--against", "gate", "--seed", "7")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASS: fuser on" in run.stdout and "order seed 7" in run.stdout
+    assert "measuring head" in run.stdout and " and base " in run.stdout
     assert worktrees(repo) == 1
+
+
+def test_a_tree_gated_against_itself_is_measured_once_and_its_counts_still_judged(repo):
+    # CI gates a clean clone of main against main: an A/B of one tree could find only noise.
+    same = gate(repo, "gate", *COUNTS, "--against", "gate")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "gate is head's own tree: no A/B" in same.stdout and " and base " not in same.stdout
+    assert re.search(r"pointwise_chain +kernel_launches +cpu\.json +1 +1 ", same.stdout), same.stdout
+    unfused = gate(repo, "unfused", *COUNTS, "--against", "unfused")
+    assert unfused.returncode == 1 and "kernel_launches 10.000× against cpu.json" in unfused.stdout
+    aa = gate(repo, "gate", *COUNTS, "--against", "gate", "--aa")  # an A/A check, asked for
+    assert aa.returncode == 0 and "measuring head" in aa.stdout and " and base " in aa.stdout
 
 
 def test_turning_fusion_off_fails_the_ab_gate_against_base_and_against_the_committed_file(repo):
@@ -181,7 +200,7 @@ def test_a_dirty_tree_cannot_be_gated_against_a_base(repo):
 
 
 def test_stopping_the_gate_midway_kills_its_processes_and_removes_the_worktree(repo):
-    git(repo, "checkout", "-q", "gate")
+    git(repo, "checkout", "-q", "notes")
     command = [sys.executable, "-m", "perfgate", *COUNTS, "--against", "gate", "--rounds", "50"]
     process = subprocess.Popen(
         command,
