@@ -22,18 +22,11 @@ TORCH = os.environ.get("FUSER_TORCH", "torch==2.13.0")
 TORCHVISION = os.environ.get("FUSER_TORCHVISION", "torchvision==0.28.*")
 
 
-def install(session: nox.Session, *packages: str) -> None:
-    """pip install into the session's virtualenv without byte-compiling every module of every package
-    (torch, transformers: about 35 s of the tests session's 65 s of installing, session 24); Python
-    compiles the modules a session imports as it imports them."""
-    session.install("--no-compile", *packages)
-
-
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
-    install(session, TORCH, TORCHVISION)
-    install(session, "-e", ".[test,perf,zoo]")
+    session.install(TORCH, TORCHVISION)
+    session.install("-e", ".[test,perf,zoo]")
     session.run(
         "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
     )
@@ -44,8 +37,8 @@ def tests_oldest_triton(session: nox.Session) -> None:
     """The fuser's tests under the oldest Triton the project supports (3.6), whose interpreter differs:
     under NumPy 2.4 its int arguments broke every looped row kernel until the fuser worked around it
     (docs/validation.md, session 11). On demand, not in CI: one more Triton wheel to fetch."""
-    install(session, TORCH, "triton==3.6.0")
-    install(session, "-e", ".[test]")
+    session.install(TORCH, "triton==3.6.0")
+    session.install("-e", ".[test]")
     workers = os.environ.get("FUSER_TEST_WORKERS", "2")
     session.run("pytest", "-n", workers, "tests/fuser", *session.posargs, env={"FUSER_STRICT": "1"})
 
@@ -55,8 +48,8 @@ def conformance(session: nox.Session) -> None:
     """Run the op-conformance suite against a backend (`-- --conformance-backend inductor
     --conformance-tier full --conformance-op ...`). With no `--conformance-tier`, the quick tier and then
     the model blocks (`--conformance-tier models`), as CI runs them."""
-    install(session, TORCH)
-    install(session, "-e", ".[test]")
+    session.install(TORCH)
+    session.install("-e", ".[test]")
     options = list(session.posargs)
     # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
     given = {option.partition("=")[0] for option in options}
@@ -84,8 +77,8 @@ def conformance(session: nox.Session) -> None:
 @nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
     """Fuzz whole programs against eager (`-- --examples N --seed S --backend B --device D --profile dev`)."""
-    install(session, TORCH)
-    install(session, "-e", ".[test]")
+    session.install(TORCH)
+    session.install("-e", ".[test]")
     # The configuration users get, as the conformance session (FUSER_UNVALIDATED=fuse from the caller
     # fuzzes every lowering instead).
     session.run("python", "-m", "conformance.fuzz", *session.posargs, env={"FUSER_STRICT": "1"})
@@ -94,15 +87,15 @@ def fuzz(session: nox.Session) -> None:
 @nox.session(default=False)
 def zoo(session: nox.Session) -> None:
     """Run real transformers and timm models under a backend against float64 (`-- --backend inductor`)."""
-    install(session, TORCH, TORCHVISION)
-    install(session, "-e", ".[zoo]")
+    session.install(TORCH, TORCHVISION)
+    session.install("-e", ".[zoo]")
     session.run("python", "-m", "conformance.zoo", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """Check style and common bugs with ruff."""
-    install(session, *PYPROJECT["project"]["optional-dependencies"]["lint"])
+    session.install(*PYPROJECT["project"]["optional-dependencies"]["lint"])
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -110,16 +103,16 @@ def lint(session: nox.Session) -> None:
 @nox.session(default=False)
 def perf(session: nox.Session) -> None:
     """Compare the fuser with Inductor and eager on every perf workload: ratio tables and a bar plot."""
-    install(session, TORCH)
-    install(session, "-e", ".[perf]")
+    session.install(TORCH)
+    session.install("-e", ".[perf]")
     session.run("python", "-m", "perfgate", "compare", *session.posargs)
 
 
 @nox.session
 def perfgate(session: nox.Session) -> None:
     """Fail on perf regressions of this tree against main, measured side by side (`-- --against REV`)."""
-    install(session, TORCH)
-    install(session, "-e", ".[perf]")
+    session.install(TORCH)
+    session.install("-e", ".[perf]")
     options = list(session.posargs)
     if not options or options[0].startswith("-"):  # options of `gate`: A/B against main unless told
         options = ["gate", *([] if "--against" in options else ["--against", "main"]), *options]
@@ -130,6 +123,6 @@ def perfgate(session: nox.Session) -> None:
 def validate(session: nox.Session) -> None:
     """Validate ops for fusion on this machine's arch, writing their manifest entries (`-- aten.i0.default`);
     its options pass through (`-- --fuzz-examples 50 aten.i0.default`: the fuzz stage's budget, 0 turns it off)."""
-    install(session, TORCH)
-    install(session, "-e", ".[test]")
+    session.install(TORCH)
+    session.install("-e", ".[test]")
     session.run("python", "-m", "conformance.validate", *session.posargs, env={"FUSER_STRICT": "1"})
