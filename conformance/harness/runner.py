@@ -193,8 +193,7 @@ class Program:
             }
             call = f"op({', '.join(arguments)})"
             if spec.results is not None:
-                kept = spec.results(sample.args, sample.kwargs) if callable(spec.results) else spec.results
-                call = f"checked({call}, {tuple(kept)!r})"
+                call = f"checked({call}, {tuple(spec.results(sample.args, sample.kwargs))!r})"
             if partner_name is not None:
                 call = f"combine({call}, {partner_name})"
             lines.append(f"        wrap_out({call}),")

@@ -86,11 +86,12 @@ class OpSpec:
     # Why the op may never reach the backend (Dynamo runs it eagerly, e.g. a data-dependent shape);
     # without it, a case whose op the backend never compiled fails, since it would pass vacuously.
     graph_break_reason: str = ""
-    # The op's results the suite checks, where the others are scratch that differs by device: the program
-    # returns only these (log_sigmoid_forward's buffer has its input's shape on the CPU, is empty on CUDA,
-    # and PyTorch's meta function gives the CPU's shape, so eager and meta disagree on CUDA). A function of
-    # a sample's (args, kwargs) where that depends on the call (nll_loss2d's total_weight).
-    results: tuple[int, ...] | Callable[[tuple, dict], tuple[int, ...]] | None = None
+    # results(args, kwargs): the positions of the op's results the suite checks for that call, where the
+    # others are scratch that differs by device: the program returns only these (log_sigmoid_forward's
+    # buffer has its input's shape on the CPU, is empty on CUDA, and PyTorch's meta function gives the CPU's
+    # shape, so eager and meta disagree on CUDA; nll_loss2d's total_weight is never written on CUDA without
+    # a reduction).
+    results: Callable[[tuple, dict], tuple[int, ...]] | None = None
 
     @property
     def overload(self) -> torch._ops.OpOverload:
