@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
-GPU_LOOP_RBLOCK = 2048  # columns per iteration of a looped row kernel
+# Columns per iteration of a looped row kernel (a row longer than GPU_PERSISTENT_MAX), and of a split
+# reduction's first stage (its splits are whole multiples of it).
+GPU_LOOP_RBLOCK, GPU_SPLIT_RBLOCK = 8192, 2048
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
@@ -31,10 +33,11 @@ GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
 # backward's kernel took 166 us at 8 or 16 warps, add + layer norm's 211 us at 8 and 336 at 16; 2 rows a
 # block, more or fewer groups were no faster.
 GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_MAX_WARPS = 4096, 512, 8
-# A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps):
-# on the H100, softmax and rms_norm (one such input) ran fastest at 8 warps a 4096-row, add + layer_norm
-# (two) at 16 (docs/gpu-runs.md).
-GPU_ELEMENTS_PER_WARP = 512
+# A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps).
+# On the H200 (records/gpu-h200-2026-11-29-s25.md), 2048 with 8192-column loops against 512 with 2048:
+# cross-entropy's looped forward 0.187 -> 0.169 ms, softmax's 4096-rows on 4 warps rather than 8 0.079 ->
+# 0.073 ms, no row kernel slower (the sweep before found 512 faster than 256: docs/gpu-runs.md).
+GPU_ELEMENTS_PER_WARP = 2048
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
 # Elements a row kernel's program holds (XBLOCK rows of a whole row) under the interpreter: its Python
@@ -113,18 +116,14 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     else:
         persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
         xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
-    rblock = whole_row if persistent else rblock
+    programs = triton.cdiv(rows, xblock)
+    split = len(variants) > 2 and not persistent and 0 < programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS
+    rblock = whole_row if persistent else GPU_SPLIT_RBLOCK if split else rblock
     held = xblock * rblock
     if persistent and variants[0].contiguous_rows:
         held *= max(1, variants[0].row_inputs)
     warps = min(16, max(4, _pow2(held // GPU_ELEMENTS_PER_WARP)))  # Triton takes powers of two
-    programs = triton.cdiv(rows, xblock)
-    if (
-        len(variants) > 2
-        and not persistent
-        and 0 < programs < SPLIT_BELOW_PROGRAMS
-        and cols >= SPLIT_MIN_COLS
-    ):
+    if split:
         splits = max(2, min(MAX_SPLITS, SPLIT_TARGET_PROGRAMS // programs, triton.cdiv(cols, rblock)))
         split_size = triton.cdiv(triton.cdiv(cols, splits), rblock) * rblock
         splits = triton.cdiv(cols, split_size)

@@ -8,8 +8,9 @@
 # conformance: the full tier of the softmax, log-softmax, logsumexp, loss and layer-norm ops under the fuser
 #   on CUDA ($CONFORMANCE_S seconds at most, default 300),
 #   in the configuration users get (long rows of 20,000 columns run the looped kernels);
-# bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads (fuser, default backend, eager
-#   side by side) in fresh process k: $OUT/bench-<k>.json;
+# bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads ($WORKLOADS; fuser, default
+#   backend, eager side by side) in fresh process k: $OUT/bench-<k>.json; $BENCH_SWEEP: launch settings
+#   the fuser is timed under too, in the same process (an A/B of settings in each of the processes);
 # gelu-<k>: tools/probes/gelu_tanh_forms_cuda.py in fresh process k (item 5: tanh-gelu's forms, their cost
 #   and float32 accuracy, beside the fuser's, Inductor's and eager's kernels and a plain add);
 # sweep: the forward's looped kernel under other launch settings ($SWEEP; one row a program, RBLOCK 2048,
@@ -30,7 +31,7 @@ workloads=${WORKLOADS:-"cross_entropy cross_entropy_backward softmax"}
 for k in $(seq 1 "${PROCESSES:-3}"); do
     # shellcheck disable=SC2086  # a list of workloads
     step "bench-$k" 300 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' $workloads) \
-        --repeats "${REPEATS:-3}" --json "$OUT/bench-$k.json"
+        --repeats "${REPEATS:-3}" --json "$OUT/bench-$k.json" --sweep "${BENCH_SWEEP:-}"
 done
 for k in $(seq 1 "${PROCESSES:-3}"); do
     step "gelu-$k" 120 0 "$PYTHON" tools/probes/gelu_tanh_forms_cuda.py
