@@ -117,7 +117,12 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK
         xblock = min(_pow2(rows), GPU_OUTER_XBLOCK)
     programs = triton.cdiv(rows, xblock)
-    split = len(variants) > 2 and not persistent and 0 < programs < SPLIT_BELOW_PROGRAMS and cols >= SPLIT_MIN_COLS
+    split = (
+        len(variants) > 2
+        and not persistent
+        and 0 < programs < SPLIT_BELOW_PROGRAMS
+        and cols >= SPLIT_MIN_COLS
+    )
     rblock = whole_row if persistent else GPU_SPLIT_RBLOCK if split else rblock
     held = xblock * rblock
     if persistent and variants[0].contiguous_rows:

@@ -66,7 +66,13 @@ PROGRAMS = [
 
 # Small thresholds: the GPU's launch for these small sizes becomes a looped row kernel, a looped outer
 # reduction, or a two-stage split, instead of a persistent kernel.
-LOOPED = {"GPU_PERSISTENT_MAX": 16, "GPU_OUTER_RBLOCK": 4, "GPU_LOOP_RBLOCK": 16, "GPU_SPLIT_RBLOCK": 16, "SPLIT_MIN_COLS": 64}
+LOOPED = {
+    "GPU_PERSISTENT_MAX": 16,
+    "GPU_OUTER_RBLOCK": 4,
+    "GPU_LOOP_RBLOCK": 16,
+    "GPU_SPLIT_RBLOCK": 16,
+    "SPLIT_MIN_COLS": 64,
+}
 
 
 @pytest.mark.parametrize("settings", [{}, LOOPED], ids=["gpu-defaults", "gpu-looped"])
