@@ -82,6 +82,7 @@ class KernelSource:
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
     row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
+    row_outputs: int = 0  # and the values it stores that are (row_codegen.whole_outputs)
     int64: bool = False  # whether it indexes in int64
     # The function's body as statements (`source` prints them): a pass that rewrites the kernel
     # (fuser.plan.horizontal) edits these rather than the text.
@@ -550,7 +551,12 @@ def kernel_name(kernel: Kernel) -> str:
 
 
 def package(
-    builder: Builder, kind: str, contiguous_rows: bool = False, row_inputs: int = 0, name: str | None = None
+    builder: Builder,
+    kind: str,
+    contiguous_rows: bool = False,
+    row_inputs: int = 0,
+    row_outputs: int = 0,
+    name: str | None = None,
 ) -> KernelSource:
     """Write `builder`'s kernel with a header naming the aten nodes it covers (named `name`: a second stage
     bears its first's name)."""
@@ -578,6 +584,7 @@ def package(
         kind=kind,
         contiguous_rows=contiguous_rows,
         row_inputs=row_inputs,
+        row_outputs=row_outputs,
         int64=builder.int64,
         statements=tuple(builder.statements),
     )

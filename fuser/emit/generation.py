@@ -14,7 +14,7 @@ import torch
 from torch import fx
 
 from fuser.emit.codegen import KernelSource, PointwiseBuilder, kernel_name, package
-from fuser.emit.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs
+from fuser.emit.row_codegen import RowBuilder, contiguous_rows, splittable, whole_inputs, whole_outputs
 from fuser.lower.shapes import free_symbols
 from fuser.options import Options
 from fuser.plan.partition import Kernel, Plan, partition
@@ -26,21 +26,21 @@ def generate(kernel: Kernel) -> list[KernelSource]:
     two stages of a split reduction where one can compute it."""
     if kernel.space is None:
         return [package(PointwiseBuilder(kernel), "pointwise")]
-    inner, whole = contiguous_rows(kernel), whole_inputs(kernel)
+    inner, whole = contiguous_rows(kernel), (whole_inputs(kernel), whole_outputs(kernel))
     if kernel.column_sums is not None:
         # Its rows walked in groups, summing the columns too; then the column kernel adds the groups' sums.
         adds = RowBuilder(kernel.column_sums, True, "split_combine", first_output=len(kernel.row_members))
         return [
-            package(RowBuilder(kernel, True, "row_groups"), "row_groups", inner, whole),
+            package(RowBuilder(kernel, True, "row_groups"), "row_groups", inner, *whole),
             package(adds, "split_combine", name=kernel_name(kernel)),
         ]
     variants = [
-        package(RowBuilder(kernel, persistent), kind, inner, whole)
+        package(RowBuilder(kernel, persistent), kind, inner, *whole)
         for persistent, kind in ((True, "persistent"), (False, "looped"))
     ]
     if splittable(kernel):
         variants += [
-            package(RowBuilder(kernel, False, stage), stage, inner, whole)
+            package(RowBuilder(kernel, False, stage), stage, inner, *whole)
             for stage in ("split_partials", "split_combine")
         ]
     return variants

@@ -521,11 +521,21 @@ class RowBuilder(Builder):
 def whole_inputs(kernel: Kernel) -> int:
     """How many of the kernel's inputs are as large as its space: read at every row and column, they are
     its load on memory (the launch picks warps by it)."""
+    return _as_large_as_space(kernel, kernel.leaves)
+
+
+def whole_outputs(kernel: Kernel) -> int:
+    """How many of the values it stores are as large as its space (the launch picks a looped kernel's
+    columns per iteration by whether it writes rows)."""
+    return _as_large_as_space(kernel, kernel.members)
+
+
+def _as_large_as_space(kernel: Kernel, nodes: list) -> int:
     space_numel = math.prod(kernel.space.shape)
     return sum(
         1
-        for leaf in kernel.leaves
-        if isinstance(value := leaf.meta.get("val"), torch.Tensor) and same(value.numel(), space_numel)
+        for node in nodes
+        if isinstance(value := node.meta.get("val"), torch.Tensor) and same(value.numel(), space_numel)
     )
 
 

@@ -19,9 +19,12 @@ if TYPE_CHECKING:
 GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
-# Columns per iteration of a looped row kernel (a row longer than GPU_PERSISTENT_MAX), and of a split
-# reduction's first stage (its splits are whole multiples of it).
-GPU_LOOP_RBLOCK, GPU_SPLIT_RBLOCK = 8192, 2048
+# Columns per iteration of a looped row kernel (a row longer than GPU_PERSISTENT_MAX) that only reduces its
+# rows, of one that writes rows too, and of a split reduction's first stage (its splits are whole multiples
+# of it). On the H200 (records/gpu-h200-2026-11-29-s25.md), 8192 columns on 4 warps rather than 2048 took
+# cross-entropy's forward kernel from 181 to 161 us, and its backward's (which writes the gradient's rows)
+# from 446 to 507 us.
+GPU_LOOP_RBLOCK, GPU_LOOP_WRITE_RBLOCK, GPU_SPLIT_RBLOCK = 8192, 2048, 2048
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
@@ -34,9 +37,9 @@ GPU_ROW_GROUPS, CPU_ROW_GROUPS = 256, 4
 # block, more or fewer groups were no faster.
 GPU_GROUP_ROW_ELEMENTS, GPU_GROUP_ELEMENTS_PER_WARP, GPU_GROUP_MAX_WARPS = 4096, 512, 8
 # A row kernel gets one warp per this many elements it holds of its whole-tensor inputs (4 to 16 warps).
-# On the H200 (records/gpu-h200-2026-11-29-s25.md), 2048 with 8192-column loops against 512 with 2048:
-# cross-entropy's looped forward 0.187 -> 0.169 ms, softmax's 4096-rows on 4 warps rather than 8 0.079 ->
-# 0.073 ms, no row kernel slower (the sweep before found 512 faster than 256: docs/gpu-runs.md).
+# On the H200 (records/gpu-h200-2026-11-29-s25.md), 2048 rather than 512: softmax's 4096-column rows on
+# 4 warps rather than 8 took 73 rather than 79 us (the sweep before found 512 faster than 256:
+# docs/gpu-runs.md).
 GPU_ELEMENTS_PER_WARP = 2048
 # The interpreter runs each program in Python: few large blocks beat many small ones.
 CPU_MAX_BLOCK = 2**14
@@ -111,7 +114,8 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
         persistent, rblock = whole_row <= CPU_MAX_BLOCK, CPU_MAX_BLOCK // 4
         xblock = min(_pow2(rows), max(1, CPU_ROW_ELEMENTS // (whole_row if persistent else rblock)))
     elif variants[0].contiguous_rows:
-        persistent, rblock = whole_row <= GPU_PERSISTENT_MAX, GPU_LOOP_RBLOCK
+        persistent = whole_row <= GPU_PERSISTENT_MAX
+        rblock = GPU_LOOP_WRITE_RBLOCK if variants[0].row_outputs else GPU_LOOP_RBLOCK
         xblock = min(_pow2(rows), max(1, GPU_ROW_ELEMENTS // whole_row)) if persistent else 1
     else:
         persistent, rblock = whole_row <= GPU_OUTER_RBLOCK, GPU_OUTER_RBLOCK

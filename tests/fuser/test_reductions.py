@@ -122,11 +122,11 @@ def test_only_persistent_row_kernels_ask_l2_to_keep_their_rows(device):
 
 @pytest.mark.parametrize(
     ("program", "whole_inputs", "gpu_warps"),
-    [(softmax, 1, 8), (rms_norm, 1, 8), (add_layer_norm, 2, 16)],
+    [(softmax, 1, 4), (rms_norm, 1, 4), (add_layer_norm, 2, 8)],
     ids=["softmax", "rms_norm", "add_layer_norm"],
 )
 def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole_inputs, gpu_warps):
-    # bf16 16384x4096 on the H100: softmax and rms_norm fastest at 8 warps, add + layer_norm at 16.
+    # A warp per 2048 elements held: on the H200, softmax's 4096-column rows were fastest on 4 warps.
     x, r, w = (
         torch.randn(4, 4096, device=device),
         torch.randn(4, 4096, device=device),
@@ -135,8 +135,23 @@ def test_row_kernel_warps_follow_the_whole_rows_they_hold(device, program, whole
     args = {softmax: (x,), rms_norm: (x, w), add_layer_norm: (x, r, w, w)}[program]
     (kernel,) = fused_matches_eager(program, *args, atol=1e-5, rtol=1e-4).kernels
     assert kernel.row_inputs == whole_inputs
-    config = launch_config.choose_config([kernel], {"num_rows": 16384, "num_cols": 4096}, interpreted=False)
+    config = launch_config.choose_config([kernel], {"num_rows": 16384, "num_cols": 8192}, interpreted=False)
     assert config.warps == gpu_warps
+
+
+@pytest.mark.parametrize(
+    ("program", "rblock"),
+    [(lambda t: t.float().logsumexp(-1), "GPU_LOOP_RBLOCK"), (softmax, "GPU_LOOP_WRITE_RBLOCK")],
+    ids=["reduces_only", "writes_rows"],
+)
+def test_looped_kernels_take_columns_by_whether_they_write_rows(device, program, rblock):
+    # On the H200 cross-entropy's forward (it only reduces) was faster at 8192 columns an iteration, its
+    # backward (it writes the gradient's rows) slower.
+    report = fused_matches_eager(program, torch.randn(3, 300, device=device), atol=1e-5, rtol=1e-5)
+    (kernel,) = report.kernels
+    looped = launch_config.choose_config([kernel], {"num_rows": 8192, "num_cols": 32000}, interpreted=False)
+    assert looped.variant == 1 and looped.blocks["RBLOCK"] == getattr(launch_config, rblock)
+    assert looped.warps == 4
 
 
 @pytest.mark.parametrize(
