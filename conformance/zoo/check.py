@@ -151,9 +151,7 @@ def check_model(
     except Exception as error:  # a model the backend cannot compile is one failed row, not the end
         result.problem = _first_line(error)
         return result
-    breaks = torch._dynamo.utils.counters["graph_break"]
-    result.graph_breaks = sum(breaks.values())
-    result.break_reasons = tuple(sorted({str(reason).strip().split("\n")[0] for reason in breaks}))
+    result.graph_breaks, result.break_reasons = _graph_breaks()
 
     result.loss_error = (_relative(loss, reference_loss), _relative(eager_loss, reference_loss))
     floor = SMALL_GRADIENT * max(
@@ -197,6 +195,24 @@ def check_model(
             )
     result.ok = not result.problem
     return result
+
+
+# Dynamo's type for a graph the backend raised on and that it then ran eagerly, "adding a graph break" it
+# counts among the unimplemented, not in counters["graph_break"] (torch 2.11-2.13).
+BACKEND_FAILED = "Backend compiler exception"
+
+
+def _graph_breaks() -> tuple[int, tuple[str, ...]]:
+    """Dynamo's graph breaks since its counters were cleared, with the graphs the backend failed on (each
+    ran eagerly: a model that passes with them passed partly without the backend): their number and the
+    first line of each distinct reason."""
+    counters = torch._dynamo.utils.counters
+    reasons = {str(reason).strip().split("\n")[0]: n for reason, n in counters["graph_break"].items()}
+    for reason, n in counters["unimplemented"].items():
+        if str(reason).startswith(BACKEND_FAILED):
+            explanation = next((line for line in str(reason).splitlines() if "Explanation:" in line), reason)
+            reasons[explanation.strip()] = reasons.get(explanation.strip(), 0) + n
+    return sum(reasons.values()), tuple(sorted(reasons))
 
 
 def _drift(curve: list[float], reference: list[float]) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 import pytest
+import torch
 
 from conformance.zoo import deps
 
@@ -39,6 +40,37 @@ def test_a_real_model_trains_through_the_fuser_as_eager_does(name, precision, de
     unexpected = [r for r in result.break_reasons if not r.startswith(LOGGER_BREAK)]
     assert not unexpected, unexpected
     assert (result.graph_breaks > 0) == (name == "gpt2"), result.break_reasons
+
+
+def test_a_graph_the_backend_failed_on_counts_as_a_graph_break(device):
+    # Dynamo runs such a graph eagerly and counts it among the unimplemented, not the graph breaks:
+    # mixtral on CUDA showed 0 breaks while its grouped-mm fallback ran eagerly.
+    from torch._subclasses.fake_tensor import DataDependentOutputException
+
+    from conformance.zoo.models import ZooModel
+
+    failed = []
+
+    def fails_on_its_first_graph(graph_module, example_inputs):
+        if not failed:
+            failed.append(graph_module)
+            raise DataDependentOutputException(torch.ops.aten._local_scalar_dense.default)
+        return graph_module.forward
+
+    tiny = ZooModel(
+        "tiny",
+        "a linear layer",
+        lambda: torch.nn.Linear(4, 3),
+        lambda: {"x": torch.randn(2, 4)},
+        lambda model, batch: model(batch["x"]).square().mean(),
+    )
+    result = check_model(tiny, fails_on_its_first_graph, "fp32", device)
+    assert result.ok and failed
+    assert result.graph_breaks == 1
+    assert result.break_reasons == (
+        "Explanation: Backend compiler `fails_on_its_first_graph` failed with "
+        "aten._local_scalar_dense.default. Adding a graph break.",
+    )
 
 
 def _fuser_with_the_stock_table(graph_module, example_inputs):
