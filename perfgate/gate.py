@@ -145,8 +145,14 @@ def run_gate(request: GateRequest, log: Callable[[str], None] | None = None) -> 
             )
         elif request.against:
             trees.append(stack.enter_context(base_tree(request.against)))
+        instructions = request.instructions
+        if instructions and request.tier == "cpu" and len(trees) == 1 and not request.absolute:
+            # Without a base tree, instruction counts are judged only against the file, and only with
+            # --absolute: callgrind's minutes would measure what nothing judges.
+            log("instruction counts: with no base tree they are judged only with --absolute; not counted")
+            instructions = False
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-")))
-        spec = {"tier": request.tier, "backend": request.backend, "instructions": request.instructions}
+        spec = {"tier": request.tier, "backend": request.backend, "instructions": instructions}
         log(f"measuring {' and '.join(f'{t.role} {t.commit[:10]}' for t in trees)}; order seed {seed}")
         rounds = Rounds(trees, spec, seed, scratch, log)
         if request.tier == "gpu" and request.warm_processes:
