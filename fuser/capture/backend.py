@@ -7,6 +7,7 @@ resulting graph goes to `fuser.compiler.compile_graph`.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from collections.abc import Callable
@@ -130,6 +131,49 @@ def _native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, b
     return _STOCK_LAYER_NORM_BACKWARD(grad, x, normalized_shape, *wide, weight, bias, output_mask)
 
 
+# Whether a norm's decomposition is running: its moments keep the input's precision (below).
+_IN_NORM = contextvars.ContextVar("fuser_in_norm", default=False)
+NORMS = {
+    "native_layer_norm",
+    "layer_norm",
+    "native_group_norm",
+    "group_norm",
+    "native_batch_norm",
+    "batch_norm",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional",
+    "instance_norm",
+}
+CPU_DOUBLE_MOMENTS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _moments_in_double_on_cpu(stock: Callable) -> Callable:
+    """ATen's CPU kernels of var, std, var_mean and std_mean accumulate in double and round once at the end
+    (a float32 std of values near 1e21, whose squares overflow float32, is finite there; the fuser's float32
+    sum of squares was inf: found by the fuzzer); CUDA's accumulate in the input's float. Its norm kernels
+    accumulate in float on both, so a norm's decomposition keeps the stock moments."""
+
+    def decomposition(x, *args, **kwargs):
+        if x.device.type != "cpu" or x.dtype not in CPU_DOUBLE_MOMENTS or _IN_NORM.get():
+            return stock(x, *args, **kwargs)
+        result = stock(x.double(), *args, **kwargs)
+        return tuple(r.to(x.dtype) for r in result) if isinstance(result, tuple) else result.to(x.dtype)
+
+    return decomposition
+
+
+def _norm(stock: Callable) -> Callable:
+    def decomposition(*args, **kwargs):
+        token = _IN_NORM.set(True)
+        try:
+            return stock(*args, **kwargs)
+        finally:
+            _IN_NORM.reset(token)
+
+    return decomposition
+
+
 def _copy(target: torch.Tensor, source: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     # `x.copy_(y)` reaches AOTAutograd as copy_(x, copy(x, y)). As Inductor does, copy is y in x's dtype
     # (and shape): the kernel that stores y can then store it straight into x (`fuser.plan.inplace`).
@@ -186,6 +230,13 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.native_layer_norm_backward.default] = _native_layer_norm_backward
     for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
         table[op] = _nll_loss_backward(table[op])
+    for packet in (aten.var, aten.std, aten.var_mean, aten.std_mean):
+        for op in (getattr(packet, name) for name in packet.overloads()):
+            if op in table:
+                table[op] = _moments_in_double_on_cpu(table[op])
+    for op, fn in table.items():
+        if op.name().split("::")[1].split(".")[0] in NORMS:
+            table[op] = _norm(fn)
     table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}
     for pair in split_pairs(table):

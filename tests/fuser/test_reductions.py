@@ -537,3 +537,25 @@ def test_a_long_product_with_zeros_through_it_is_a_signed_zero_not_an_overflow(r
     got = torch.compile(reduce, backend="fuser")(x.to(device))
     assert fuser.counters()["kernels_launched"] >= 2  # a split reduction: partials, then their product
     assert got.item() == 0.0 and torch.signbit(got).item()
+
+
+LARGE = [[1.5e19, -1.5e19] * 5, [3.0, 4.0] * 5]  # squares overflow float32's sum; var and std do not
+
+
+@pytest.mark.parametrize(
+    ("program", "values"),
+    [
+        (lambda t: t.std(-1), LARGE),
+        (lambda t: t.var(-1), LARGE),
+        # Their means alone: eager's running (Welford) mean of +-1.5e19 is 512 where the exact one is 0.
+        (lambda t: torch.var_mean(t, -1)[0], LARGE),
+        (lambda t: torch.std_mean(t, -1, keepdim=True)[0], LARGE),
+        (lambda t: t.exp().std(-1), [[49, 10, 3]]),  # the fuzzer's program: int64 exponents, a std near 1e21
+    ],
+    ids=["std", "var", "var_mean", "std_mean", "exp_std"],
+)
+def test_moments_of_values_whose_squares_overflow_float32_match_the_device(device, program, values):
+    # The CPU's var and std kernels accumulate in double and round once (there, a float32 std of values
+    # near 1e21 is finite; the fuser's float32 sum of squares was inf: found by the fuzzer); CUDA's
+    # accumulate in float. Each device's eager is the answer there.
+    fused_matches_eager(program, torch.tensor(values, device=device), rtol=1e-5, atol=0)
