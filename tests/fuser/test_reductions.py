@@ -559,3 +559,17 @@ def test_moments_of_values_whose_squares_overflow_float32_match_the_device(devic
     # near 1e21 is finite; the fuser's float32 sum of squares was inf: found by the fuzzer); CUDA's
     # accumulate in float. Each device's eager is the answer there.
     fused_matches_eager(program, torch.tensor(values, device=device), rtol=1e-5, atol=0)
+
+
+def test_only_the_moment_ops_compute_in_double_on_the_cpu(device):
+    # ATen's CPU norm kernels accumulate in float: a norm's moments keep the input's precision there, and
+    # no moment computes in double on CUDA.
+    x = torch.randn(4, 8, device=device)
+    programs = {
+        "var": lambda t: t.var(-1),
+        "layer_norm": lambda t: F.layer_norm(t, (8,)),
+        "group_norm": lambda t: F.group_norm(t.reshape(4, 8, 1), 2),
+        "batch_norm": lambda t: F.batch_norm(t, None, None, training=True),
+    }
+    in_double = {name for name, p in programs.items() if "float64" in "\n".join(fuser.explain(p, x).sources)}
+    assert in_double == ({"var"} if device == "cpu" else set())
