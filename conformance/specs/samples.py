@@ -357,6 +357,15 @@ def reduction(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
                 if has_keepdim:
                     call["keepdim"] = keepdim
                 yield Sample((x,), call, f"{layout} {shape} dim={dims} keepdim={keepdim}")
+
+    def along_the_last_dim(variant: dict[str, Any]) -> dict[str, Any]:
+        call = dict(variant)
+        if dim_type is not None:
+            call["dim"] = [-1] if takes_list(dim_type) else -1
+        if has_keepdim:
+            call["keepdim"] = False
+        return call
+
     # Ties (argmax/argmin must pick the first) and a row of all-equal values.
     make = Maker(spec, dtype, seed_of(spec.op, dtype, "ties"))
     ties = (
@@ -365,23 +374,13 @@ def reduction(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     if ties is None:
         ties = make(tier.main, specials=False, domain=(0, 2))
     for variant in spec.variants:
-        call = dict(variant)
-        if dim_type is not None:
-            call["dim"] = [-1] if takes_list(dim_type) else -1
-        if has_keepdim:
-            call["keepdim"] = False
-        yield Sample((ties,), call, f"ties {tier.main}")
+        yield Sample((ties,), along_the_last_dim(variant), f"ties {tier.main}")
     # Magnitudes whose squares overflow a float32 sum though the moments do not: ATen's CPU var and std
     # accumulate in double (finite), CUDA's in float (inf); the fuser's float32 sum of squares gave inf on
     # the CPU (found by the fuzzer). Equal and opposite, so every reduction's answer is exact in any order.
     if DTYPES[dtype].is_floating_point:
         large = torch.tensor([[1.5e19, -1.5e19] * 5, [3.0, 4.0] * 5], dtype=DTYPES[dtype])
-        call = dict(spec.variants[0])
-        if dim_type is not None:
-            call["dim"] = [-1] if takes_list(dim_type) else -1
-        if has_keepdim:
-            call["keepdim"] = False
-        yield Sample((large,), call, "squares past float32's range")
+        yield Sample((large,), along_the_last_dim(spec.variants[0]), "squares past float32's range")
 
 
 # --- shaped (views, normalizations, fallbacks) ---------------------------------------------------

@@ -133,18 +133,10 @@ def _native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, b
 
 # Whether a norm's decomposition is running: its moments keep the input's precision (below).
 _IN_NORM = contextvars.ContextVar("fuser_in_norm", default=False)
-NORMS = {
-    "native_layer_norm",
-    "layer_norm",
-    "native_group_norm",
-    "group_norm",
-    "native_batch_norm",
-    "batch_norm",
-    "_native_batch_norm_legit",
-    "_native_batch_norm_legit_no_training",
-    "_native_batch_norm_legit_functional",
-    "instance_norm",
-}
+# The ops whose moments run in double on the CPU, and the norms whose decompositions (in this table) compute
+# moments of their own.
+MOMENTS = {aten.var, aten.std, aten.var_mean, aten.std_mean}
+NORMS = {aten.native_layer_norm, aten.layer_norm, aten.native_group_norm, aten.group_norm, aten.instance_norm}
 CPU_DOUBLE_MOMENTS = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -230,12 +222,10 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.native_layer_norm_backward.default] = _native_layer_norm_backward
     for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
         table[op] = _nll_loss_backward(table[op])
-    for packet in (aten.var, aten.std, aten.var_mean, aten.std_mean):
-        for op in (getattr(packet, name) for name in packet.overloads()):
-            if op in table:
-                table[op] = _moments_in_double_on_cpu(table[op])
     for op, fn in table.items():
-        if op.name().split("::")[1].split(".")[0] in NORMS:
+        if op.overloadpacket in MOMENTS:
+            table[op] = _moments_in_double_on_cpu(fn)
+        elif op.overloadpacket in NORMS:
             table[op] = _norm(fn)
     table[aten.copy.default] = _copy
     table = {op: fn for op, fn in table.items() if op not in lowered}
