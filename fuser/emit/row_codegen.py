@@ -108,6 +108,15 @@ class ReadAtAnotherRow(NotImplementedError):
         self.node = node
 
 
+def _unmasked(statement: ir.Statement) -> ir.Statement:
+    """`statement` in a whole chunk of columns: a reduction's input taken as it is, where its masked lanes
+    would hold the identity (no lane is past the row's end; rows past the last are never stored)."""
+    expr = getattr(statement, "expr", None)
+    if isinstance(statement, ir.Assign) and isinstance(expr, ir.Where) and expr.condition == "mask":
+        return ir.Assign(statement.target, expr.value, statement.level, statement.dtype)
+    return statement
+
+
 class RowBuilder(Builder):
     def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None, first_output: int = 0):
         super().__init__(kernel)
@@ -152,8 +161,10 @@ class RowBuilder(Builder):
         return "evict_last" if self.persistent and level == 2 else None
 
     @contextmanager
-    def columns(self):
-        """A phase over the columns: a loop in the looped variant; level-2 values die with it."""
+    def columns(self, peeled: bool = False):
+        """A phase over the columns: a loop in the looped variant; level-2 values die with it. `peeled`:
+        the whole chunks first, their column mask and the reductions' masked-lane selects left out, then
+        the last partial chunk as it was (a select a logit fewer in online softmax's loop: issue 29)."""
         if self.persistent:
             yield
             return
@@ -167,13 +178,19 @@ class RowBuilder(Builder):
         inner = [s for s in inner if s not in hoisted]
         first, end = ("split_start", "split_end") if self.stage == "split_partials" else ("0", "num_cols")
         bound = miscompiles.rewrite("loop_mask", end, builder=self, end=end)
-        header = [
-            ir.Assign("cols", ir.over("col_start + tl.arange(0, RBLOCK)[None, :]", "col_start"), 2),
-            ir.Assign("mask", ir.over(f"row_mask & (cols < {bound})", "row_mask", "cols", end), 2),
-            *ir.live([*self._unflatten("cols", self.space.reduced, "c", 2), COL_INDEX], inner),
-        ]
-        loop = ir.Loop("col_start", ir.over(first, first), ir.name(end), "RBLOCK", (*header, *inner))
-        self.body.append(loop)
+        cols = ir.Assign("cols", ir.over("col_start + tl.arange(0, RBLOCK)[None, :]", "col_start"), 2)
+        mask = ir.Assign("mask", ir.over(f"row_mask & (cols < {bound})", "row_mask", "cols", end), 2)
+        index = ir.live([*self._unflatten("cols", self.space.reduced, "c", 2), COL_INDEX], inner)
+        start = ir.over(first, first)
+        if peeled:
+            whole = self.fresh("whole_cols")
+            chunks = f"{end} // RBLOCK" if first == "0" else f"{first} + ({end} - {first}) // RBLOCK"
+            self.body.append(ir.Assign(whole, ir.over(f"{chunks} * RBLOCK", first, end), 0))
+            row_mask_only = ir.Assign("mask", ir.name("row_mask"), 2)
+            unmasked = (cols, row_mask_only, *index, *map(_unmasked, inner))
+            self.body.append(ir.Loop("col_start", start, ir.name(whole), "RBLOCK", unmasked))
+            start = ir.name(whole)
+        self.body.append(ir.Loop("col_start", start, ir.name(end), "RBLOCK", (cols, mask, *index, *inner)))
         self.values = {k: v for k, v in self.values.items() if self.level(v[0]) < 2}
 
     # --- reductions ---
@@ -273,7 +290,7 @@ class RowBuilder(Builder):
         f32, row = torch.float32, ("XBLOCK", "1")
         running_max = self.emit("running_max", ir.Accumulator("-float('inf')", f32, row), f32)
         running_sum = self.emit("running_sum", ir.Accumulator(0, f32, row), f32)
-        with self.columns():
+        with self.columns(peeled=True):
             # Made with `emit`, not `_row`: a chunk's values are per row but live in the loop.
             x = self._input(source, f32, "max")
             finish = ir.Reduce(x, 1, KINDS["max"].combine.finish)
@@ -283,13 +300,15 @@ class RowBuilder(Builder):
             unmoved = ir.over(f"{running_max} == {grown}", running_max, grown)
             moved = ir.over(exp(f"{running_max} - {grown}"), running_max, grown)
             rescale = self.emit("rescale", ir.Where(unmoved, ir.Expr("1.0"), moved), f32)
+            # A chunk whose max is -inf holds only -inf: its terms are exp(-inf - 0) = 0, not nan, with
+            # one select a row rather than one a logit.
             empty = ir.over(f"{grown} == -float('inf')", grown)
+            shift = self.emit("shift", ir.Where(empty, ir.Expr("0.0"), grown), f32)
             # The terms' exp is the GPU's fast one (`ex2.approx` of the difference times log2 e, as the
             # default backend's): the accurate libdevice one made the column loop bound by instructions
             # (about 21 a logit, 7 of them exp's), and a term's error of a few ulps is below what the sum
             # of the row's terms rounds. The interpreter computes both with NumPy's exp.
-            fast = ir.over(f"tl.exp({x} - {grown})", x, grown)
-            term = self.emit("term", ir.Where(empty, ir.Expr("0.0"), fast), f32)
+            term = self.emit("term", ir.over(f"tl.exp({x} - {shift})", x, shift), f32)
             total_term = ir.Reduce(term, 1, "lib.add")
             step = ir.over(
                 f"{running_sum} * {rescale} + {total_term}, {grown}", running_sum, rescale, total_term, grown
