@@ -6,7 +6,8 @@
 #   e.g. "--fuzz-examples 0");
 # tests: the fuser's tests of the indexed ops and of online softmax, on CUDA ($TESTS: others);
 # conformance: the full tier of the softmax, log-softmax, logsumexp, loss and layer-norm ops under the fuser
-#   on CUDA ($CONFORMANCE_S seconds at most, default 300),
+#   on CUDA ($CONFORMANCE_S seconds at most, default 300; $CONFORMANCE_TIER and $CONFORMANCE_OPS, a comma
+#   list, for another tier or other ops),
 #   in the configuration users get (long rows of 20,000 columns run the looped kernels);
 # bench-<k>: benchmarks/compare.py on the cross-entropy and softmax workloads ($WORKLOADS; fuser, default
 #   backend, eager side by side) in fresh process k: $OUT/bench-<k>.json; $BENCH_SWEEP: launch settings
@@ -40,9 +41,10 @@ done
 step sweep "${SWEEP_S:-200}" 0 "$PYTHON" benchmarks/compare.py $(printf -- '--workload %s ' ${SWEEP_WORKLOADS:-cross_entropy}) \
     --repeats 1 --json "$OUT/sweep.json" \
     --sweep "${SWEEP:-GPU_LOOP_RBLOCK=1024,GPU_LOOP_RBLOCK=4096,GPU_LOOP_RBLOCK=8192,GPU_ELEMENTS_PER_WARP=256,GPU_ELEMENTS_PER_WARP=128}"
+loss_ops=aten._softmax.default,aten._log_softmax.default,aten.softmax.int,aten.log_softmax.int,aten.logsumexp.default
+loss_ops+=,aten.cross_entropy_loss.default,aten.nll_loss.default,aten.nll_loss2d_forward.default
+loss_ops+=,aten.layer_norm.default,aten.native_layer_norm_backward.default
 step conformance "${CONFORMANCE_S:-300}" 15 "$PYTHON" -m pytest conformance/ -p no:benchmark ${CONFORMANCE_PYTEST:--q -n 8} -p no:cacheprovider \
-    --conformance-device cuda --conformance-tier full --conformance-report "$OUT/conformance" \
-    --conformance-op aten._softmax.default,aten._log_softmax.default,aten.softmax.int,aten.log_softmax.int \
-    --conformance-op aten.logsumexp.default,aten.cross_entropy_loss.default,aten.nll_loss.default \
-    --conformance-op aten.nll_loss2d_forward.default,aten.layer_norm.default,aten.native_layer_norm_backward.default
+    --conformance-device cuda --conformance-tier "${CONFORMANCE_TIER:-full}" --conformance-report "$OUT/conformance" \
+    --conformance-op "${CONFORMANCE_OPS:-$loss_ops}"
 bundle cross-entropy
