@@ -27,9 +27,9 @@ def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
     session.install(TORCH, TORCHVISION)
     session.install("-e", ".[test,perf,zoo]")
-    session.run(
-        "pytest", "-n", os.environ.get("FUSER_TEST_WORKERS", "2"), *session.posargs, env={"FUSER_STRICT": "1"}
-    )
+    # --durations: CI's log lists the slowest tests, where its minutes go (it runs close to its budget).
+    workers = os.environ.get("FUSER_TEST_WORKERS", "2")
+    session.run("pytest", "-n", workers, "--durations=15", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session
