@@ -133,6 +133,8 @@ def _helpers(text: str, arch: str) -> list[str]:
 def _computed_with(fn) -> str:
     """What an interpreter stand-in computes with: its source where it is the fuser's own, else the
     library function's name (`numpy.exp`, `math.erf`), which a library upgrade does not change."""
+    if hasattr(fn, "wraps"):  # `fn` computed in float64 (fuser.interpreter.libdevice._in_float64)
+        return f"{_computed_with(fn.wraps)} in float64"
     module = getattr(fn, "__module__", None) or type(fn).__module__
     if module == interpreter_libdevice.__name__:
         return probes.normalized(inspect.getsource(fn))
