@@ -165,8 +165,11 @@ def with_gradient(function, x: torch.Tensor) -> list[torch.Tensor]:
 
 
 # cos(cosh(exp2(x))) at x = 2.41 reads a cosh of 101.6: an ulp of exp2 is six of cosh and 180 of cos, and
-# the fused exp2 is 0.85 ulps off where eager's is 0.15 (fuzz repro 44fd98e41568).
+# the fused exp2 was 0.85 ulps off where eager's is 0.15 (fuzz repro 44fd98e41568). The interpreter's exp2
+# is correctly rounded since session 26 (float64, rounded once), so the tests plant that ulp: a GPU's
+# libdevice exp2 may be 2 ulps off, and the oracle must tell that from a miscompile.
 AMPLIFIED = torch.tensor(2.4098281860351562)
+ONE_ULP = 1 + 2**-23  # a factor that moves a float32 result by about an ulp
 
 
 def amplified_case():
@@ -174,8 +177,9 @@ def amplified_case():
     return eager, reference, perturbation.perturbed(lambda: with_gradient(chain, AMPLIFIED.double()), F32)
 
 
-def test_a_one_ulp_difference_that_the_program_amplifies_passes():
+def test_a_one_ulp_difference_that_the_program_amplifies_passes(planted):
     eager, reference, perturbed = amplified_case()
+    planted(torch.ops.aten.exp2.default, ONE_ULP)
     compiled = with_gradient(fused(chain), AMPLIFIED)
     tolerance = TOLERANCES[F32]
     assert not compare(compiled, eager, reference, tolerance, forward=False).ok  # rule 7 alone failed it
@@ -199,14 +203,18 @@ def cos_cosh(x: torch.Tensor) -> torch.Tensor:
 
 # cos(cosh(x))'s gradient -sin(cosh(x)) sinh(x) where cosh(x) is large: the fused cosh (libdevice's, 2 ulps
 # at most) a little over an ulp off where eager's is within half of one is amplified by the sine (at
-# x = 11.58 the fused cosh is 1.26 ulps off, eager's 0.26, and the gradient 16 %). The inputs and seed are
-# those of validation's fuzz stage (2026-11-27), which one rounding per op did not explain.
+# x = 11.58 the fused cosh was 1.26 ulps off, eager's 0.26, and the gradient 16 %). The inputs and seed are
+# those of validation's fuzz stage (2026-11-27), which one rounding per op did not explain. The
+# interpreter's cosh is correctly rounded since session 26, so the test plants that ulp.
 COS_COSH_REPRO = (
     Path(__file__).parents[2] / "records/fuzz/repro_fuser_cpu_cos_cosh_grad_conditioning_17b7db1f3764.py"
 )
 
 
-def test_a_library_function_within_its_documented_bound_passes_where_the_program_amplifies_it(monkeypatch):
+def test_a_library_function_within_its_documented_bound_passes_where_the_program_amplifies_it(
+    monkeypatch, planted
+):
+    planted(torch.ops.aten.cosh.default, ONE_ULP)
     spec = importlib.util.spec_from_file_location("cos_cosh_repro", COS_COSH_REPRO)
     repro = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(repro)
