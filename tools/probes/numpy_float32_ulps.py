@@ -32,7 +32,12 @@ UNARY = {
     "acosh": (np.arccosh, torch.acosh, POSITIVE + 1),
     "sqrt": (np.sqrt, torch.sqrt, POSITIVE),
 }
-BINARY = {"atan2": (np.arctan2, torch.atan2), "hypot": (np.hypot, torch.hypot), "pow": (np.power, torch.pow)}
+BINARY = {
+    "atan2": (np.arctan2, torch.atan2),
+    "hypot": (np.hypot, torch.hypot),
+    "pow": (np.power, torch.pow),
+    "fmod": (np.fmod, torch.fmod),
+}
 
 
 def further(numpy_result: np.ndarray, eager: torch.Tensor, exact: torch.Tensor) -> int:
