@@ -13,6 +13,7 @@ Values of a row (level 1) outlive a loop; values of an element (level 2) live in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from contextlib import contextmanager
 
@@ -111,9 +112,12 @@ class ReadAtAnotherRow(NotImplementedError):
 def _unmasked(statement: ir.Statement) -> ir.Statement:
     """`statement` in a whole chunk of columns: a reduction's input taken as it is, where its masked lanes
     would hold the identity (no lane is past the row's end; rows past the last are never stored)."""
-    expr = getattr(statement, "expr", None)
-    if isinstance(statement, ir.Assign) and isinstance(expr, ir.Where) and expr.condition == "mask":
-        return ir.Assign(statement.target, expr.value, statement.level, statement.dtype)
+    if (
+        isinstance(statement, ir.Assign)
+        and isinstance(statement.expr, ir.Where)
+        and statement.expr.condition == "mask"
+    ):
+        return dataclasses.replace(statement, expr=statement.expr.value)
     return statement
 
 
