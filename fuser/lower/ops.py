@@ -284,13 +284,24 @@ def _int_clamp(x: str, lo: str | None, hi: str | None) -> str:
     return x
 
 
-def _gelu(x: str, approximate: str = "none") -> str:
+# tanh-gelu's sigmoid form as one polynomial in exp2's argument: -2 sqrt(2/pi) log2(e), and that times 0.044715.
+_GELU_C0 = -2.0 * 0.7978845608028654 * 1.4426950408889634
+_GELU_C1 = _GELU_C0 * 0.044715
+
+
+def _gelu(x: str, approximate: str = "none", out_dtype: torch.dtype = torch.float32) -> str:
     if approximate == "tanh":
         # x / (1 + exp(-2u)) is 0.5 x (1 + tanh(u)) without its cancellation where tanh(u) nears -1 (eager's
-        # form is 424 float32 ulps from float64 there, this one 11), and on a GPU with the fast exp it
-        # costs 0.079 ms against 0.098 for bf16 16384x4096 (tools/probes/gelu_tanh_forms_cuda.py, H200).
-        inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
-        return f"{x} / (1.0 + tl.exp(-2.0 * {inner}))"
+        # form is 424 float32 ulps from float64 there, this one about 11). In float32 it is issued as
+        # exp2 of one polynomial and a fast division (libdevice's fast_dividef: a reciprocal and a multiply,
+        # with no range fix-up; it gives 0 where the divisor passes 2^126, x below about -44.6, where
+        # eager's result is 0 too): 19.5 instructions an element for sm_90 where the plain form took 27.4,
+        # for bf16 16384x4096 on an H200 (tools/probes/gelu_tanh_forms_cuda.py). float64 has no fast division.
+        if out_dtype == torch.float64:
+            inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
+            return f"{x} / (1.0 + tl.exp(-2.0 * {inner}))"
+        exponent = f"{x} * ({_GELU_C0!r} + {_GELU_C1!r} * ({x} * {x}))"
+        return f"libdevice.fast_dividef({x}, 1.0 + libdevice.exp2({exponent}))"
     # erfc(-x / sqrt 2), not 1 + erf(x / sqrt 2): the sum cancels for x < -5.4 (float32)
     return f"0.5 * {x} * libdevice.erfc({x} * -0.7071067811865476)"
 
@@ -386,7 +397,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op("logical_not", "default", (("self", Typing.OWN),), lambda x: f"{x} == 0", result=Result.BOOL),
     # --- activations ---
     _op("relu", "default", UNARY, lambda x: f"tl.where({x} < 0, 0, {x})"),
-    _op("gelu", "default", UNARY, _gelu, attrs=("approximate",), accepts=Accepts.FLOATING),
+    _op("gelu", "default", UNARY, _gelu, attrs=("approximate",), accepts=Accepts.FLOATING, wants_out_dtype=True),
     _op("silu", "default", UNARY, lambda x: f"{x} / (1.0 + tl.exp(-{x}))", accepts=Accepts.FLOATING),
     _op(
         "mish",
