@@ -397,7 +397,15 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
     _op("logical_not", "default", (("self", Typing.OWN),), lambda x: f"{x} == 0", result=Result.BOOL),
     # --- activations ---
     _op("relu", "default", UNARY, lambda x: f"tl.where({x} < 0, 0, {x})"),
-    _op("gelu", "default", UNARY, _gelu, attrs=("approximate",), accepts=Accepts.FLOATING, wants_out_dtype=True),
+    _op(
+        "gelu",
+        "default",
+        UNARY,
+        _gelu,
+        attrs=("approximate",),
+        accepts=Accepts.FLOATING,
+        wants_out_dtype=True,
+    ),
     _op("silu", "default", UNARY, lambda x: f"{x} / (1.0 + tl.exp(-{x}))", accepts=Accepts.FLOATING),
     _op(
         "mish",
