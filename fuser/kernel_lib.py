@@ -170,6 +170,25 @@ def widen_opaque(x):
 
 
 @triton.jit
+def exp2_ftz(x):
+    # 2^x in one instruction, subnormals flushed: the fuser's kernels are built with subnormals kept
+    # (launch_config.gpu_compile_options), which costs exp2 a range check and two multiplies. For a caller
+    # that adds 1 to the result, as tanh-gelu does, the flush changes nothing. CUDA only.
+    return tl.inline_asm_elementwise(
+        "ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
+    )
+
+
+@triton.jit
+def rcp_ftz(x):
+    # 1/x within an ulp in one instruction, subnormals flushed: 0 where |x| passes 2^126, as CUDA's fast
+    # division (__fdividef) gives. CUDA only.
+    return tl.inline_asm_elementwise(
+        "rcp.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
+    )
+
+
+@triton.jit
 def narrow_bf16(x):
     return x.to(tl.bfloat16)
 

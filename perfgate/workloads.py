@@ -40,6 +40,10 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return F.gelu(x + bias)
 
 
+def bias_gelu_tanh(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x + bias, approximate="tanh")
+
+
 def add_layer_norm(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -244,6 +248,13 @@ WORKLOADS: dict[str, Workload] = {
             ROWS_COLS,
         ),
         Workload("bias_gelu", "gelu(x + bias), bf16", bias_gelu, matrix_and_row, ROWS_COLS),
+        Workload(
+            "bias_gelu_tanh",
+            "gelu(x + bias, approximate='tanh'), bf16: issue 29's pointwise row (GPT-2's gelu)",
+            bias_gelu_tanh,
+            matrix_and_row,
+            ROWS_COLS,
+        ),
         Workload(
             "add_layer_norm",
             "x + residual, then layer_norm; both returned, bf16",

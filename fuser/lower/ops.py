@@ -289,18 +289,22 @@ _GELU_C0 = -2.0 * 0.7978845608028654 * 1.4426950408889634
 _GELU_C1 = _GELU_C0 * 0.044715
 
 
-def _gelu(x: str, approximate: str = "none", out_dtype: torch.dtype = torch.float32) -> str:
+def _gelu(
+    x: str, approximate: str = "none", out_dtype: torch.dtype = torch.float32, device: str = "cpu"
+) -> str:
     if approximate == "tanh":
         # x / (1 + exp(-2u)) is 0.5 x (1 + tanh(u)) without its cancellation where tanh(u) nears -1 (eager's
-        # form is 424 float32 ulps from float64 there, this one about 11). In float32 it is issued as
-        # exp2 of one polynomial and a fast division (libdevice's fast_dividef: a reciprocal and a multiply,
-        # with no range fix-up; it gives 0 where the divisor passes 2^126, x below about -44.6, where
-        # eager's result is 0 too): 19.5 instructions an element for sm_90 where the plain form took 27.4,
-        # for bf16 16384x4096 on an H200 (tools/probes/gelu_tanh_forms_cuda.py). float64 has no fast division.
+        # form is 424 float32 ulps from float64 there, this one about 7). In float32, exp2 of one polynomial
+        # and a fast division: a reciprocal and a multiply, which gives 0 where the divisor passes 2^126
+        # (x below about -44.6, where eager's result is 0 too). On a GPU both are single instructions
+        # (lib.exp2_ftz, lib.rcp_ftz): 19.5 instructions an element for sm_90 where the plain form took 27.4,
+        # and bf16 16384x4096 takes as long as a plain add on an H200 (tools/probes/gelu_tanh_forms_cuda.py).
         if out_dtype == torch.float64:
             inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
             return f"{x} / (1.0 + tl.exp(-2.0 * {inner}))"
         exponent = f"{x} * ({_GELU_C0!r} + {_GELU_C1!r} * ({x} * {x}))"
+        if device == "cuda":
+            return f"{x} * lib.rcp_ftz(1.0 + lib.exp2_ftz({exponent}))"
         return f"libdevice.fast_dividef({x}, 1.0 + libdevice.exp2({exponent}))"
     # erfc(-x / sqrt 2), not 1 + erf(x / sqrt 2): the sum cancels for x < -5.4 (float32)
     return f"0.5 * {x} * libdevice.erfc({x} * -0.7071067811865476)"
@@ -405,6 +409,7 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
         attrs=("approximate",),
         accepts=Accepts.FLOATING,
         wants_out_dtype=True,
+        wants_device=True,
     ),
     _op("silu", "default", UNARY, lambda x: f"{x} / (1.0 + tl.exp(-{x}))", accepts=Accepts.FLOATING),
     _op(
