@@ -11,6 +11,10 @@ plain `x + bias` (the bytes alone). Forms:
                 for sm_90 against sigmoid-fast's 27.4, compiled on the CPU with Triton 3.9)
   folded-rcp    the same as v * rcp.approx.ftz(1 + ...): no division's range fix-up (19.5 an element);
                 flushes the result to 0 where 1 + exp2(...) passes 2^126 (v below about -44.6)
+  folded-rcp-rounded  the same after rounding v = x + bias to bf16 and back, as eager's bf16 add does and
+                the fuser's kernel must (a conversion instruction, which shares the MUFU's quarter-rate
+                pipe: 3.5 such instructions an element where folded-rcp has 2.5)
+  folded-rcp-bits     the same rounding in integer instructions (round to nearest even on the bits)
 Accuracy: each form's float32 result against float64 over v in [-12, 12], in float32 ulps of the exact
 value (the largest, and the largest where |result| > 1e-3, the range eager's own form holds digits in).
 Forms alternate within a process; run it in several fresh processes, median of medians:
@@ -29,6 +33,7 @@ from triton.testing import do_bench
 from fuser.capture.backend import fuser_backend
 
 FORMS = {"tanh": 0, "sigmoid": 1, "sigmoid-fast": 2, "add": 3, "folded": 4, "folded-rcp": 5}
+FORMS |= {"folded-rcp-rounded": 6, "folded-rcp-bits": 7}
 C0 = tl.constexpr(-2.0 * 0.7978845608028654 * 1.4426950408889634)  # -2 sqrt(2/pi) log2(e)
 C1 = tl.constexpr(C0.value * 0.044715)
 
@@ -45,6 +50,12 @@ def bias_gelu(x_ptr, b_ptr, y_ptr, n, cols, FORM: tl.constexpr, BLOCK: tl.conste
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = o < n
     v = tl.load(x_ptr + o, mask=m).to(tl.float32) + tl.load(b_ptr + o % cols, mask=m).to(tl.float32)
+    if FORM == 6:  # as the fuser's kernel writes it (a plain `.to` pair is folded away by Triton)
+        v = libdevice.fma(v, 1.0, 0.0).to(tl.bfloat16).to(tl.float32)
+    elif FORM == 7:
+        bits = v.to(tl.int32, bitcast=True)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+        v = tl.where(v != v, v, rounded)
     u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
     if FORM == 0:
         y = 0.5 * v * (1.0 + libdevice.tanh(u))
@@ -54,7 +65,7 @@ def bias_gelu(x_ptr, b_ptr, y_ptr, n, cols, FORM: tl.constexpr, BLOCK: tl.conste
         y = v / (1.0 + tl.exp(-2.0 * u))
     elif FORM == 4:
         y = v / (1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
-    elif FORM == 5:
+    elif FORM >= 5:
         y = v * rcp_ftz(1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
     else:
         y = v
