@@ -255,8 +255,9 @@ def test_the_fuzz_stage_says_why_it_skips_an_op_the_fuzzer_leaves_out():
 
 
 # --- a batch: one pytest run over several ops' cases, fuzz groups, resumable (real runs) ---------------
-# Two cheap ops (integer-only, forward-only: 30 cases each) keep these to about a minute each.
-CHEAP = ("aten.bitwise_and.Tensor", "aten.bitwise_not.default")
+# Two cheap ops (integer-only, forward-only: 30 cases each) keep these to about a minute each. Both take
+# one tensor: bitwise_and.Scalar's 30 cases run in about 17 s where bitwise_and.Tensor's took 23 s.
+CHEAP = ("aten.bitwise_and.Scalar", "aten.bitwise_not.default")
 
 
 def batch(tmp_path, *argv: str) -> int:
