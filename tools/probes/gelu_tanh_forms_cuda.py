@@ -25,6 +25,12 @@ plain `x + bias` (the bytes alone). Forms:
                 short instructions where the division is about 35 with a reciprocal and a conversion;
                 but Triton no longer sees the column as contiguous, so the bias is read as 8 scalar
                 loads a thread, not one vector (SASS for sm_90, checked on the CPU)
+  program-column  the column as the program's first column plus `tl.arange` (one division a program, on
+                the uniform datapath): right only where a program's elements lie in one row (the last
+                size a multiple of BLOCK, which a launch can check and pick a variant for); compiled for
+                sm_90, ptxas still issues both loads after that division, as in fuser-order: ptxas
+                orders by the critical path (the division feeds the bias's load), so only a branch
+                between them (int64-index's division has one, below x's load in bias_gelu) moves x first
   fuser-order-2048, -4096   fuser-order with 2048 or 4096 elements a program (16 or 32 a thread): one
                 division a thread for more loads; a launch setting, which no validation fingerprint holds
 Accuracy: each form's float32 result against float64 over v in [-12, 12], in float32 ulps of the exact
@@ -46,7 +52,7 @@ from fuser.capture.backend import fuser_backend
 
 FORMS = {"tanh": 0, "sigmoid": 1, "sigmoid-fast": 2, "add": 3, "folded": 4, "folded-rcp": 5}
 FORMS |= {"folded-rcp-rounded": 6, "folded-rcp-bits": 7, "fuser-order": 8, "int64-index": 9}
-FORMS |= {"fastdiv": 10, "fuser-order-2048": 11, "fuser-order-4096": 12}
+FORMS |= {"fastdiv": 10, "fuser-order-2048": 11, "fuser-order-4096": 12, "program-column": 13}
 C0 = tl.constexpr(-2.0 * 0.7978845608028654 * 1.4426950408889634)  # -2 sqrt(2/pi) log2(e)
 C1 = tl.constexpr(C0.value * 0.044715)
 
@@ -67,8 +73,10 @@ def bias_gelu_ordered(
         pid = pid.to(tl.int64)
     offset = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offset < n
-    if FAST:
+    if FAST == 1:
         i1 = offset - (tl.umulhi(offset.to(tl.uint32), m.to(tl.uint32)) >> s).to(tl.int32) * cols
+    elif FAST == 2:
+        i1 = (pid * BLOCK) % cols + tl.arange(0, BLOCK)
     else:
         i1 = offset % cols
     x = tl.load(x_ptr + offset, mask=mask).to(tl.float32)
