@@ -203,7 +203,7 @@ class Program:
         self.source = "\n".join([header, "    return [", *lines, "    ]"])
         wrap_in, wrap_out = WRAPPERS[context]
         self.namespace = {
-            "op": spec.overload,
+            "op": spec.reference if reference and spec.reference is not None else spec.overload,
             "torch": torch,
             "inf": inf,
             "nan": nan,

@@ -92,6 +92,9 @@ class OpSpec:
     # shape, so eager and meta disagree on CUDA; nll_loss2d's total_weight is never written on CUDA without
     # a reduction).
     results: Callable[[tuple, dict], tuple[int, ...]] | None = None
+    # The op as the float64 reference computes it, where eager's own float64 kernel is not exact
+    # (fmod and remainder: `conformance.specs.exact`); None: eager's op itself.
+    reference: Callable | None = None
 
     @property
     def overload(self) -> torch._ops.OpOverload:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from conformance.specs import OpSpec, spec
+from conformance.specs import OpSpec, exact, spec
 from conformance.specs.combine import mixed
 from conformance.specs.values import DTYPES
 from fuser.lower.ops import POINTWISE_BY_OVERLOAD, Accepts, Result
@@ -168,6 +168,7 @@ def _derived(overload: torch._ops.OpOverload, *, inplace: bool = False) -> OpSpe
         zero_sign_defined=packet in ZERO_SIGN_DEFINED,
         **_ulp_budget(packet),
         **_unspecified(packet, inplace),
+        reference=exact.reference_for(overload, inplace),
     )
 
 

@@ -1,0 +1,76 @@
+"""Exact float64 stand-ins for the reference program, where eager's own float64 kernel is not exact.
+
+eager's vectorized CPU fmod computes a - trunc(a / b) * b, which is nan wherever |a / b| passes the
+dtype's range (a float32 3.4e38 over a float64 subnormal, in float64), where C's fmod, eager's scalar loop
+and CUDA give the exact remainder. The reference ran that same kernel, so it was nan too, and a backend
+that gave the exact remainder failed against both (docs/conformance.md). Here the value is C's fmod
+(NumPy's, exact in any dtype) and remainder ATen's definition on top of it; the gradients are eager's
+formulas, in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+
+def _exact(a, b, floor: bool) -> np.ndarray:
+    a64 = a.detach().cpu().double().numpy() if isinstance(a, torch.Tensor) else np.float64(a)
+    b64 = b.detach().cpu().double().numpy() if isinstance(b, torch.Tensor) else np.float64(b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result = np.fmod(a64, b64)
+        if floor:  # ATen's remainder: the fmod, moved by b where its sign is not b's
+            moved = (result != 0) & ((result < 0) != (b64 < 0))
+            result = np.where(moved, result + b64, result)
+    return result
+
+
+class _Remainder(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, floor, like):
+        ctx.floor = floor
+        ctx.save_for_backward(*(t for t in (a, b) if isinstance(t, torch.Tensor)))
+        ctx.tensors = (isinstance(a, torch.Tensor), isinstance(b, torch.Tensor))
+        ctx.b = b
+        values = torch.from_numpy(np.asarray(_exact(a, b, floor)))
+        return values.to(dtype=like.dtype, device=like.device).expand(like.shape).clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        saved = list(ctx.saved_tensors)
+        a = saved.pop(0) if ctx.tensors[0] else None
+        b = saved.pop(0) if ctx.tensors[1] else ctx.b
+        grad_a = grad.sum_to_size(a.shape) if a is not None and ctx.needs_input_grad[0] else None
+        grad_b = None
+        if ctx.tensors[1] and ctx.needs_input_grad[1]:  # eager's formula: -grad * (a / b) rounded
+            quotient = torch.div(a, b, rounding_mode="floor" if ctx.floor else "trunc")
+            grad_b = (-grad * quotient).sum_to_size(b.shape)
+        return grad_a, grad_b, None, None
+
+
+def _exactly(op: Callable, floor: bool, inplace: bool) -> Callable:
+    def reference(a, b, *rest, **kwargs):
+        if inplace:  # the result is `a`'s dtype; computed before `a` is written
+            if not a.is_floating_point():
+                return op(a, b, *rest, **kwargs)
+            return a.copy_(torch.from_numpy(np.asarray(_exact(a, b, floor))).to(a.dtype).expand(a.shape))
+        eager = op(a, b, *rest, **kwargs)  # its dtype, shape and device; integer remainders are exact
+        if not eager.is_floating_point():
+            return eager
+        return _Remainder.apply(a, b, floor, eager.detach())
+
+    return reference
+
+
+def reference_for(overload: torch._ops.OpOverload, inplace: bool) -> Callable | None:
+    """The exact reference for fmod's and remainder's Tensor overloads (in place too), or None.
+
+    Not for their Scalar overloads: eager reads a Scalar divisor in the tensor's dtype (0.1 as float32's
+    0.100000001), and the reference's widened tensor no longer says which dtype that was."""
+    packet = overload._schema.name.split("::")[1].rstrip("_")
+    if packet not in ("fmod", "remainder") or overload._overloadname != "Tensor":
+        return None
+    called = getattr(getattr(torch.ops.aten, f"{packet}_" if inplace else packet), overload._overloadname)
+    return _exactly(called, packet == "remainder", inplace)
