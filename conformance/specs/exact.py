@@ -16,50 +16,45 @@ import numpy as np
 import torch
 
 
-def _exact(a, b, floor: bool) -> np.ndarray:
-    a64 = a.detach().cpu().double().numpy() if isinstance(a, torch.Tensor) else np.float64(a)
-    b64 = b.detach().cpu().double().numpy() if isinstance(b, torch.Tensor) else np.float64(b)
+def _exact(a: torch.Tensor, b: torch.Tensor, floor: bool) -> torch.Tensor:
+    """C's fmod of `a` by `b` (remainder: ATen's rule on top), broadcast, in their promoted dtype."""
+    a64, b64 = (t.detach().cpu().double().numpy() for t in (a, b))
     with np.errstate(invalid="ignore", divide="ignore"):
         result = np.fmod(a64, b64)
         if floor:  # ATen's remainder: the fmod, moved by b where its sign is not b's
             moved = (result != 0) & ((result < 0) != (b64 < 0))
             result = np.where(moved, result + b64, result)
-    return result
+    return torch.from_numpy(np.asarray(result)).to(torch.result_type(a, b)).to(a.device)
 
 
 class _Remainder(torch.autograd.Function):
+    """fmod (floor=False) or remainder (floor=True), exact, with eager's gradients."""
+
     @staticmethod
-    def forward(ctx, a, b, floor, like):
+    def forward(ctx, a, b, floor):
         ctx.floor = floor
-        ctx.save_for_backward(*(t for t in (a, b) if isinstance(t, torch.Tensor)))
-        ctx.tensors = (isinstance(a, torch.Tensor), isinstance(b, torch.Tensor))
-        ctx.b = b
-        values = torch.from_numpy(np.asarray(_exact(a, b, floor)))
-        return values.to(dtype=like.dtype, device=like.device).expand(like.shape).clone()
+        ctx.save_for_backward(a, b)
+        return _exact(a, b, floor)
 
     @staticmethod
     def backward(ctx, grad):
-        saved = list(ctx.saved_tensors)
-        a = saved.pop(0) if ctx.tensors[0] else None
-        b = saved.pop(0) if ctx.tensors[1] else ctx.b
-        grad_a = grad.sum_to_size(a.shape) if a is not None and ctx.needs_input_grad[0] else None
+        a, b = ctx.saved_tensors
+        grad_a = grad.sum_to_size(a.shape) if ctx.needs_input_grad[0] else None
         grad_b = None
-        if ctx.tensors[1] and ctx.needs_input_grad[1]:  # eager's formula: -grad * (a / b) rounded
+        if ctx.needs_input_grad[1]:  # eager's formula: -grad * (a / b) rounded
             quotient = torch.div(a, b, rounding_mode="floor" if ctx.floor else "trunc")
             grad_b = (-grad * quotient).sum_to_size(b.shape)
-        return grad_a, grad_b, None, None
+        return grad_a, grad_b, None
 
 
 def _exactly(op: Callable, floor: bool, inplace: bool) -> Callable:
     def reference(a, b, *rest, **kwargs):
-        if inplace:  # the result is `a`'s dtype; computed before `a` is written
-            if not a.is_floating_point():
-                return op(a, b, *rest, **kwargs)
-            return a.copy_(torch.from_numpy(np.asarray(_exact(a, b, floor))).to(a.dtype).expand(a.shape))
-        eager = op(a, b, *rest, **kwargs)  # its dtype, shape and device; integer remainders are exact
-        if not eager.is_floating_point():
-            return eager
-        return _Remainder.apply(a, b, floor, eager.detach())
+        # The Tensor overloads: both operands are tensors, and an integer remainder is exact in eager.
+        if not (a.dtype if inplace else torch.result_type(a, b)).is_floating_point:
+            return op(a, b, *rest, **kwargs)
+        if inplace:
+            return a.copy_(_exact(a, b, floor))
+        return _Remainder.apply(a, b, floor)
 
     return reference
 
