@@ -284,8 +284,9 @@ def _int_clamp(x: str, lo: str | None, hi: str | None) -> str:
     return x
 
 
+_SQRT_2_OVER_PI = 0.7978845608028654
 # tanh-gelu's sigmoid form as one polynomial in exp2's argument: -2 sqrt(2/pi) log2(e), and that times 0.044715.
-_GELU_C0 = -2.0 * 0.7978845608028654 * 1.4426950408889634
+_GELU_C0 = -2.0 * _SQRT_2_OVER_PI * 1.4426950408889634
 _GELU_C1 = _GELU_C0 * 0.044715
 
 
@@ -300,7 +301,7 @@ def _gelu(
         # (lib.exp2_ftz, lib.rcp_ftz): 19.5 instructions an element for sm_90 where the plain form took 27.4,
         # and bf16 16384x4096 takes as long as a plain add on an H200 (tools/probes/gelu_tanh_forms_cuda.py).
         if out_dtype == torch.float64:
-            inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
+            inner = f"{_SQRT_2_OVER_PI!r} * ({x} + 0.044715 * {x} * {x} * {x})"
             return f"{x} / (1.0 + tl.exp(-2.0 * {inner}))"
         exponent = f"{x} * ({_GELU_C0!r} + {_GELU_C1!r} * ({x} * {x}))"
         if device == "cuda":

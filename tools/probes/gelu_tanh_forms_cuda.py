@@ -48,6 +48,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.testing import do_bench
 
+from fuser import kernel_lib as lib
 from fuser.capture.backend import fuser_backend
 
 FORMS = {"tanh": 0, "sigmoid": 1, "sigmoid-fast": 2, "add": 3, "folded": 4, "folded-rcp": 5}
@@ -55,13 +56,6 @@ FORMS |= {"folded-rcp-rounded": 6, "folded-rcp-bits": 7, "fuser-order": 8, "int6
 FORMS |= {"fastdiv": 10, "fuser-order-2048": 11, "fuser-order-4096": 12, "program-column": 13}
 C0 = tl.constexpr(-2.0 * 0.7978845608028654 * 1.4426950408889634)  # -2 sqrt(2/pi) log2(e)
 C1 = tl.constexpr(C0.value * 0.044715)
-
-
-@triton.jit
-def rcp_ftz(x):
-    return tl.inline_asm_elementwise(
-        "rcp.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
-    )
 
 
 @triton.jit
@@ -81,7 +75,7 @@ def bias_gelu_ordered(
         i1 = offset % cols
     x = tl.load(x_ptr + offset, mask=mask).to(tl.float32)
     v = libdevice.fma(tl.load(b_ptr + i1, mask=mask).to(tl.float32), 1.0, x).to(tl.bfloat16).to(tl.float32)
-    y = v * rcp_ftz(1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
+    y = v * lib.rcp_ftz(1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
     tl.store(y_ptr + offset, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -106,7 +100,7 @@ def bias_gelu(x_ptr, b_ptr, y_ptr, n, cols, FORM: tl.constexpr, BLOCK: tl.conste
     elif FORM == 4:
         y = v / (1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
     elif FORM >= 5:
-        y = v * rcp_ftz(1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
+        y = v * lib.rcp_ftz(1.0 + tl.exp2(v * (C0 + C1 * (v * v))))
     else:
         y = v
     tl.store(y_ptr + o, y.to(y_ptr.dtype.element_ty), mask=m)
