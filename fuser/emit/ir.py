@@ -63,6 +63,12 @@ class Address(Expr):
         """Whether it addresses at the flat offset (a contiguous tensor of the kernel's shape)."""
         return ("offset", None) in self.terms
 
+    @property
+    def strided(self) -> bool:
+        """Whether an index the kernel computes, times a stride, is among its terms (a pointwise kernel
+        makes such an index from its flat offset by integer division)."""
+        return any(stride is not None for _, stride in self.terms)
+
     def widened(self, *names: str) -> Address:
         return Address(self.pointer, (*self.terms, *((name, "0") for name in names)))
 

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from fuser.emit.codegen import KernelSource
 
 GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
+# A pointwise kernel that reads an operand at another index than its flat offset (a broadcast bias, a
+# transposed input: `ir.Address.strided`) makes that index with an integer division once a thread, and ptxas issues the thread's
+# loads after it: twice the elements a thread halve its cost. On the H200 (records/gpu-h200-2026-12-03-s28.md)
+# bias + tanh-gelu took 0.0702 ms at 2048 against 0.0753 at 1024 and 0.0684 at 4096, bias + gelu 0.140
+# against 0.157 and 0.153; swiglu, whose loads are all flat, was slower at either (0.0933, 0.0939 vs 0.0927).
+GPU_INDEXED_BLOCK, GPU_INDEXED_WARPS = 2048, 4
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
 # Columns per iteration of a looped row kernel (a row longer than GPU_PERSISTENT_MAX) that only reduces its
@@ -104,8 +110,10 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     and a split into two stages when too few rows would leave most of the GPU idle on long rows."""
     if variants[0].kind == "pointwise":
         numel = ints["numel"]
-        block = pointwise_block(numel, interpreted)
-        return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), GPU_WARPS)
+        block, warps = pointwise_block(numel, interpreted), GPU_WARPS
+        if not interpreted and any(access.address.strided for access in variants[0].accesses):
+            block, warps = GPU_INDEXED_BLOCK, GPU_INDEXED_WARPS
+        return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), warps)
     rows, cols = ints["num_rows"], ints["num_cols"]
     whole_row = _pow2(cols)
     if variants[0].kind == "row_groups":
