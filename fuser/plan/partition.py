@@ -256,6 +256,41 @@ def _settle_reductions(graph: fx.Graph, fusible: set, materialized: set) -> None
                 break
 
 
+def _is_gather(node: fx.Node) -> bool:
+    indexed = INDEXED_BY_OVERLOAD.get(node.target)
+    return indexed is not None and indexed.name == "gather"
+
+
+def _settle_gathers(graph: fx.Graph, fusible: set, materialized: set) -> None:
+    """Materialize a gather that reads a row of another space's reduction, one value a row (cross-entropy's
+    `gather(x - max - log(sum), 1, target)`), where its consumer lives in another space: the row kernel
+    that reduces the rows then gathers too, each program at its own rows. Inlined into the consumer (the
+    loss's mean over the rows, one program), every gathered element was a scattered load from that one
+    program: 10.5 us of cross-entropy's forward on the H200 (records/gpu-h200-2026-12-03-s28.md)."""
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    changed = True
+    while changed:
+        changed = False
+        for node in sorted(materialized, key=order.__getitem__):
+            inner, _ = _cone(node, set(), fusible, materialized)
+            here = space_of(node) if is_reduction(node) else None
+            for reduction in sorted((n for n in inner if is_reduction(n)), key=order.__getitem__):
+                if here is None and space_of(reduction).accepts(meta(node).shape):
+                    here = space_of(reduction)
+            for gather in (n for n in inner if _is_gather(n)):
+                reads, leaves = _cone(gather, set(), fusible, materialized)
+                shape = meta(gather).shape
+                for reduction in (n for n in reads | leaves if n in fusible and is_reduction(n)):
+                    space = space_of(reduction)
+                    row_value = space.accepts(shape) and not same_shape(shape, space.shape)
+                    if row_value and not space.same_as(here):
+                        materialized.add(gather)
+                        changed = True
+                        break
+            if changed:
+                break
+
+
 def _space_of_member(node: fx.Node, fusible: set, materialized: set) -> Space | None:
     if is_reduction(node):
         return space_of(node)
@@ -442,5 +477,7 @@ def _partition(
         fusible = {n for n in fusible if not _is_view(n)}
     materialized = _settle_views(graph, fusible) if fuse else set(fusible)
     materialized |= stored & fusible
+    if fuse:
+        _settle_gathers(graph, fusible, materialized)
     _settle_reductions(graph, fusible, materialized)
     return _group(graph, fusible, materialized, share=fuse, stored=stored), fusible, fallbacks
