@@ -11,3 +11,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         from conformance import plugin
 
         pluginmanager.register(plugin, "conformance.plugin")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from conformance.harness.collector import tune_for_compiling
+
+    tune_for_compiling()

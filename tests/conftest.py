@@ -21,6 +21,12 @@ os.environ.setdefault("FUSER_STRICT", "1")
 DEVICE = os.environ.get("FUSER_TEST_DEVICE", "cpu")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from conformance.harness.collector import tune_for_compiling
+
+    tune_for_compiling()
+
+
 @pytest.fixture(autouse=True)
 def fresh_compiler_state():
     # Dynamo caches compiled frames per code object and stops compiling after a recompile limit:

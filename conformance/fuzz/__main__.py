@@ -11,6 +11,7 @@ from pathlib import Path
 from conformance.fuzz.batch import BatchReport, fuzz_batch
 from conformance.fuzz.run import PROFILES, FuzzReport, fuzz
 from conformance.fuzz.vocab import BY_NAME
+from conformance.harness.collector import tune_for_compiling
 from conformance.harness.runner import resolve_backend
 
 
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the result here (for conformance.validate)")
     options = parser.parse_args(argv)
+    tune_for_compiling()
     try:
         resolve_backend(options.backend)
     except ValueError as error:

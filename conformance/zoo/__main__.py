@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.harness.collector import tune_for_compiling
 from conformance.harness.runner import resolve_backend
 from conformance.zoo import deps
 
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown model or precision {unknown}; models: {', '.join(BY_NAME)}; precisions: fp32, bf16"
         )
     models = [BY_NAME[m] for m in args.model] if args.model else ZOO
+    tune_for_compiling()
     results = []
     for backend in args.backend:
         compiler = resolve_backend(backend)
