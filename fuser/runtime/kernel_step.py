@@ -172,7 +172,7 @@ class KernelStep(LaunchStep):
 
     def _stage(self, config: Config, ints: dict[str, int], outputs: list, interpreted: bool) -> Stage:
         source = self.variants[config.variant]
-        options = launch_options(config.blocks, config.warps, interpreted)
+        options = launch_options(config.blocks, config.warps, interpreted, config.stages)
         stage = Stage(source, config.grid, options, [None] * len(source.params), [], [], [], [])
         for position, (name, arg) in enumerate(source.params):
             if arg.kind == "tensor":

@@ -31,6 +31,7 @@ GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK
 # cross-entropy's forward kernel from 181 to 161 us, and its backward's (which writes the gradient's rows)
 # from 446 to 507 us.
 GPU_LOOP_RBLOCK, GPU_LOOP_WRITE_RBLOCK, GPU_SPLIT_RBLOCK = 8192, 2048, 2048
+GPU_LOOP_STAGES = 0  # software-pipelining stages of a looped row kernel's loop (0: Triton's default)
 GPU_OUTER_XBLOCK, GPU_OUTER_RBLOCK = 64, 32  # reductions over outer (strided) dims
 # Split a reduction in two stages when its rows give fewer programs than this and its rows are long.
 SPLIT_BELOW_PROGRAMS, SPLIT_MIN_COLS, SPLIT_TARGET_PROGRAMS, MAX_SPLITS = 256, 8192, 1024, 256
@@ -73,9 +74,16 @@ def gpu_compile_options() -> dict[str, Any]:
     return {name: value for name, value in wanted.items() if name in CUDAOptions.__dataclass_fields__}
 
 
-def launch_options(blocks: dict[str, int], warps: int, interpreted: bool) -> dict[str, Any]:
-    """A launch's keyword arguments: its block sizes and, on a GPU, its warps and compile options."""
-    return dict(blocks) if interpreted else {**blocks, "num_warps": warps, **gpu_compile_options()}
+def launch_options(blocks: dict[str, int], warps: int, interpreted: bool, stages: int = 0) -> dict[str, Any]:
+    """A launch's keyword arguments: its block sizes and, on a GPU, its warps, stages and compile options."""
+    if interpreted:
+        return dict(blocks)
+    return {
+        **blocks,
+        "num_warps": warps,
+        **({"num_stages": stages} if stages else {}),
+        **gpu_compile_options(),
+    }
 
 
 def pointwise_options(block: int, interpreted: bool) -> dict[str, Any]:
@@ -93,6 +101,7 @@ class Config:
     warps: int
     ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
     then: Config | None = None  # a split reduction's second stage
+    stages: int = 0  # software-pipelining stages (0: Triton's default)
     workspace: tuple[int, int] | None = None  # the shape of each partial-results workspace, if any
 
 
@@ -161,7 +170,10 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
             second,
             (splits, rows),
         )
-    return Config(0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps)
+    stages = 0 if persistent or interpreted else GPU_LOOP_STAGES
+    return Config(
+        0 if persistent else 1, {"XBLOCK": xblock, "RBLOCK": rblock}, (programs,), warps, stages=stages
+    )
 
 
 def _row_groups_config(rows: int, cols: int, row_inputs: int, interpreted: bool) -> Config:
