@@ -7,7 +7,7 @@ The settings are module constants, read at each choice, so a benchmark or a test
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -99,10 +99,11 @@ class Config:
     blocks: dict[str, int]
     grid: tuple[int, ...]
     warps: int
+    _: KW_ONLY  # the rest by name: positions shift when a field is added
     ints: dict[str, int] = field(default_factory=dict)  # per-launch integer arguments (split sizes)
     then: Config | None = None  # a split reduction's second stage
-    stages: int = 0  # software-pipelining stages (0: Triton's default)
     workspace: tuple[int, int] | None = None  # the shape of each partial-results workspace, if any
+    stages: int = 0  # software-pipelining stages (0: Triton's default)
 
 
 def _pow2(n: int) -> int:
@@ -159,16 +160,16 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
             {"XBLOCK": combine_x, "RBLOCK": _pow2(splits)},
             (triton.cdiv(rows, combine_x),),
             4,
-            {"num_splits": splits},
+            ints={"num_splits": splits},
         )
         return Config(
             2,
             {"XBLOCK": xblock, "RBLOCK": rblock},
             (programs, splits),
             warps,
-            {"split_size": split_size},
-            second,
-            (splits, rows),
+            ints={"split_size": split_size},
+            then=second,
+            workspace=(splits, rows),
         )
     stages = 0 if persistent or interpreted else GPU_LOOP_STAGES
     return Config(
@@ -189,13 +190,13 @@ def _row_groups_config(rows: int, cols: int, row_inputs: int, interpreted: bool)
     warps = min(GPU_GROUP_MAX_WARPS, max(4, _pow2(held // GPU_GROUP_ELEMENTS_PER_WARP)))
     combine_x = min(whole_row, max(1, 4096 // _pow2(groups)))
     adds = Config(1, {"XBLOCK": combine_x, "RBLOCK": _pow2(groups)}, (triton.cdiv(cols, combine_x),), 4,
-                  {"num_splits": groups})  # fmt: skip
+                  ints={"num_splits": groups})  # fmt: skip
     return Config(
         0,
         {"XBLOCK": xblock, "RBLOCK": whole_row},
         (groups,),
         warps,
-        {"num_groups": groups},
-        adds,
-        (groups, cols),
+        ints={"num_groups": groups},
+        then=adds,
+        workspace=(groups, cols),
     )
