@@ -60,6 +60,19 @@ def host_us(call, calls: int = 100, batches: int = 7) -> float:
     return statistics.median(times)
 
 
+def enqueue_us(call, calls: int = 30) -> float:
+    """The host's own time for one call with the GPU idle at its start: from the call to its return,
+    a synchronize between calls (median). Above the kernels' time, the call is host-bound."""
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        started = time.perf_counter_ns()
+        call()
+        times.append((time.perf_counter_ns() - started) / 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 def step_for(workload, compile_fn, size: dict[str, int]) -> Step:
     torch.manual_seed(0)
     inputs = workload.make_inputs(**size, device="cuda")
@@ -136,12 +149,14 @@ def main() -> int:
             row = {"tiny_step_us": host_us(tiny), "tiny_forward_us": host_us(forward_only(tiny))}
             big = step_for(workload, compile_fn, workload.sizes["gpu"])
             row["call_ms"] = triton.testing.do_bench(big, warmup=50, rep=300, return_mode="median")
+            row["host_step_us"] = enqueue_us(big)
+            row["tiny_step_us_again"] = host_us(tiny)
             row.update(profile(big, args.out, f"{name}-{variant}"))
             results[f"{name}/{variant}"] = row
             steps = row["timeline"]
             print(
                 f"{name:26} {variant:13} tiny step {row['tiny_step_us']:8.1f} us  fwd {row['tiny_forward_us']:7.1f} us"
-                f"  call {row['call_ms']:.4f} ms  kernels {row['kernel_ms_per_step']:.4f} ms"
+                f" (again {row['tiny_step_us_again']:.1f})  host step {row['host_step_us']:.0f} us  call {row['call_ms']:.4f} ms  kernels {row['kernel_ms_per_step']:.4f} ms"
                 f" ({row['kernels_per_step']:.0f})  profiled step {statistics.median(s['step_us'] for s in steps):.0f} us"
                 f"  launches at {[round(t) for t in steps[-1]['launch_at_us']]}",
                 flush=True,
