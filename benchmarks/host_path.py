@@ -73,7 +73,8 @@ def main() -> None:
         "add_layer_norm fwd": (add_layer_norm, [x.detach(), y, w.detach(), b.detach()], None),
         "layer_norm fwd+bwd": (layer_norm, [x, w, b], grad),
     }
-    backends = {"fuser": "fuser", "inductor": "inductor", "eager": None}
+    # aot_eager: Dynamo and AOTAutograd with no code generation, the framework's share of a compiled call.
+    backends = {"fuser": "fuser", "aot_eager": "aot_eager", "inductor": "inductor", "eager": None}
     for name, (fn, inputs, g) in cases.items():
         for backend, spec in backends.items():
             if backend == "inductor" and (args.no_kernels or device == "cpu"):
