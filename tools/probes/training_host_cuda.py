@@ -73,6 +73,23 @@ def enqueue_us(call, calls: int = 30) -> float:
     return statistics.median(times)
 
 
+def whole_step_graph(step: Step):
+    """The whole step (forward, `torch.autograd.grad`, backward) captured as one CUDA graph, as a user
+    would capture it: its replay runs no framework Python, so its time is what a training call costs
+    once the host is out of the way (the bound for item 2's call). Warmed on a side stream first, as
+    torch.cuda.graph asks."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def step_for(workload, compile_fn, size: dict[str, int]) -> Step:
     torch.manual_seed(0)
     inputs = workload.make_inputs(**size, device="cuda")
@@ -138,6 +155,9 @@ def main() -> int:
         default=["layer_norm_backward", "add_layer_norm_backward", "cross_entropy_backward"],
     )
     parser.add_argument("--variants", nargs="+", default=list(variants()))
+    parser.add_argument(
+        "--step-graph", action="store_true", help="also time the whole step captured as one CUDA graph"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -151,6 +171,19 @@ def main() -> int:
             row["call_ms"] = triton.testing.do_bench(big, warmup=50, rep=300, return_mode="median")
             row["host_step_us"] = enqueue_us(big)
             row["tiny_step_us_again"] = host_us(tiny)
+            if args.step_graph:
+                try:
+                    replay = whole_step_graph(big)
+                    row["step_graph_ms"] = triton.testing.do_bench(
+                        replay, warmup=50, rep=300, return_mode="median"
+                    )
+                except Exception as error:  # a backend whose step cannot be captured: say why
+                    row["step_graph_error"] = f"{type(error).__name__}: {error}"[:300]
+                print(
+                    f"{name:26} {variant:13} whole step as one CUDA graph: "
+                    f"{row.get('step_graph_ms', row.get('step_graph_error'))}",
+                    flush=True,
+                )
             row.update(profile(big, args.out, f"{name}-{variant}"))
             results[f"{name}/{variant}"] = row
             steps = row["timeline"]
