@@ -23,6 +23,11 @@ GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
 # bias + tanh-gelu took 0.0702 ms at 2048 against 0.0753 at 1024 and 0.0684 at 4096, bias + gelu 0.140
 # against 0.157 and 0.153; swiglu, whose loads are all flat, was slower at either (0.0933, 0.0939 vs 0.0927).
 GPU_INDEXED_BLOCK, GPU_INDEXED_WARPS = 2048, 4
+# ... but only over this many elements or more: a smaller kernel is bound by its launch, and twice the
+# elements a thread double the code Triton and ptxas compile (llama's rotary-embedding kernels, sin and cos
+# of 16 elements a thread: its first call's CUDA compiles took 13.5 s serially against 7.2 at 1024,
+# tools/probes/kernel_compiles_for_gpu.py; an H100's first call 11.8 s against Inductor's 8.1).
+GPU_INDEXED_MIN_NUMEL = 1 << 20
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)
 # Columns per iteration of a looped row kernel (a row longer than GPU_PERSISTENT_MAX) that only reduces its
@@ -121,7 +126,8 @@ def choose_config(variants: list[KernelSource], ints: dict[str, int], interprete
     if variants[0].kind == "pointwise":
         numel = ints["numel"]
         block, warps = pointwise_block(numel, interpreted), GPU_WARPS
-        if not interpreted and any(access.address.strided for access in variants[0].accesses):
+        strided = any(access.address.strided for access in variants[0].accesses)
+        if not interpreted and strided and numel >= GPU_INDEXED_MIN_NUMEL:
             block, warps = GPU_INDEXED_BLOCK, GPU_INDEXED_WARPS
         return Config(0, {"BLOCK": block}, (triton.cdiv(numel, block),), warps)
     rows, cols = ints["num_rows"], ints["num_cols"]

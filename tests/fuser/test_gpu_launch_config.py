@@ -33,6 +33,17 @@ def test_a_pointwise_kernel_reading_a_broadcast_operand_gets_more_elements_a_thr
     assert _gpu_config(transposed, numel).blocks == {"BLOCK": launch_config.GPU_INDEXED_BLOCK}
 
 
+def test_a_small_pointwise_kernel_reading_a_broadcast_operand_keeps_the_plain_block():
+    # Under GPU_INDEXED_MIN_NUMEL the launch bounds the kernel, and the larger block only doubles its
+    # compile (llama's first call, tools/probes/kernel_compiles_for_gpu.py).
+    bias_gelu = _pointwise_kernel(lambda x, b: F.gelu(x + b), torch.randn(8, 16), torch.randn(16))
+    small = launch_config.GPU_INDEXED_MIN_NUMEL - 1
+    config = _gpu_config(bias_gelu, small)
+    assert (config.blocks, config.warps) == ({"BLOCK": launch_config.GPU_BLOCK}, launch_config.GPU_WARPS)
+    large = _gpu_config(bias_gelu, launch_config.GPU_INDEXED_MIN_NUMEL)
+    assert large.blocks == {"BLOCK": launch_config.GPU_INDEXED_BLOCK}
+
+
 def test_a_pointwise_kernel_of_flat_and_scalar_loads_keeps_the_plain_block():
     # swiglu's loads are all at the flat offset, and a 0-d operand is one scalar load: no division, and
     # the larger block was slower on the H200 (0.0933 against 0.0927 ms).

@@ -33,14 +33,16 @@ def one(model_name: str) -> dict:
     from fuser.runtime import gpu_compile_check
 
     seconds: list[float] = []
+    names: list[str] = []
     compile_for_cuda = gpu_compile_check.compile_for_cuda
 
-    def timed(*args, **kwargs):
+    def timed(jit_fn, *args, **kwargs):
         started = time.perf_counter()
         try:
-            return compile_for_cuda(*args, **kwargs)
+            return compile_for_cuda(jit_fn, *args, **kwargs)
         finally:
             seconds.append(time.perf_counter() - started)
+            names.append(jit_fn.__name__)
 
     gpu_compile_check.compile_for_cuda = timed
     (zoo,) = [z for z in ZOO if z.name == model_name]
@@ -49,7 +51,9 @@ def one(model_name: str) -> dict:
     _loss_and_grads(torch.compile(model, backend="fuser"), zoo.batch(), zoo, "fp32")
     # A compile that found its specialization already compiled in this process returns at once.
     real = [s for s in seconds if s > 0.01]
+    slowest = sorted(zip(seconds, names, strict=True), reverse=True)[:3]
     return {
+        "slowest": ", ".join(f"{name} {s:.2f}" for s, name in slowest),
         "model": model_name,
         "compiles": len(real),
         "serial_s": round(sum(real), 2),
@@ -67,7 +71,8 @@ def main() -> None:
         print(json.dumps(one(args.one)))
         return
     print(
-        "| model | CUDA kernels compiled | serial seconds on this CPU | median per kernel (s) |\n|---|---|---|---|"
+        "| model | CUDA kernels compiled | serial seconds on this CPU | median per kernel (s) | slowest (s) |\n"
+        "|---|---|---|---|---|"
     )
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="compiles-") as caches:
@@ -77,7 +82,10 @@ def main() -> None:
                 "FUSER_KERNEL_DIR": f"{caches}/fuser",
             }
             found = measure(__file__, ["--one", model], f"{model}'s compiles", env)
-        print(f"| {model} | {found['compiles']} | {found['serial_s']} | {found['median_s']} |", flush=True)
+        print(
+            f"| {model} | {found['compiles']} | {found['serial_s']} | {found['median_s']} | {found['slowest']} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
