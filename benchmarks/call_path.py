@@ -10,8 +10,11 @@ times and reports the median of those. Variants:
 - `eager`; `inductor` (the default backend) and `inductor-ro` (its reduce-overhead mode: CUDA graphs);
 - `fuser`, with the shares of its call measured in the same process by calling each layer directly:
   `dynamo` (the whole call less AOTAutograd's callable called without Dynamo), `aot` (that callable less
-  the fuser's compiled graph called with a list), `fuser_runtime` (the compiled graph less its kernel
-  launches) and `launch` (the launches);
+  the fuser's compiled graph called with a list), `fuser_runtime` (the compiled graph with its launches
+  made no-ops: the fuser's own share) and `launch` (the rest: torch's C launcher and the driver);
+- `fuser-loop`: `fuser` with every call through the general loop over the steps rather than the call
+  written out for the graph (`FUSER_CALL_FUNCTION=0`); its `launch` share is each launcher's call timed
+  one by one (the specialization key it computes included);
 - `fuser-triton-launcher`: `fuser` with each kernel launched through Triton's own C launcher rather than
   torch's static one (`FUSER_STATIC_LAUNCH=0`); `fuser-static-run`: through torch's static launcher's
   Python `run` rather than its C entry point called directly (`FUSER_STATIC_LAUNCH=run`);
@@ -36,12 +39,14 @@ VARIANTS = (
     "inductor",
     "inductor-ro",
     "fuser",
+    "fuser-loop",
     "fuser-triton-launcher",
     "fuser-static-run",
     "fuser-graphs",
     "replay",
 )
 ENVIRONMENTS = {
+    "fuser-loop": {"FUSER_CALL_FUNCTION": "0"},
     "fuser-triton-launcher": {"FUSER_STATIC_LAUNCH": "0"},
     "fuser-static-run": {"FUSER_STATIC_LAUNCH": "run"},
 }
@@ -95,7 +100,6 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
     import torch
 
     from fuser.capture.backend import fuser_backend
-    from fuser.runtime.direct_launch import DirectLauncher
     from fuser.runtime.graph import CompiledGraph
 
     made: list = []  # AOTAutograd's callable (what Dynamo calls) and the fuser's compiled graph
@@ -121,6 +125,37 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
     whole = _per_call_us(lambda: compiled(*inputs), calls, sync)
     through_aot = _per_call_us(lambda: aot(*inputs), calls, sync)
     runtime = _per_call_us(lambda: graph(list(inputs)), calls, sync)
+    if graph.call is not None:  # the written-out call: its launches are calls of torch's C entry point
+        runtime_only = _without_launches(graph, inputs, calls, sync)
+        launch = runtime - runtime_only
+    else:
+        launch, runtime_only = _launches_timed(graph, inputs, calls, sync)
+    return {
+        "us": whole,
+        "dynamo": whole - through_aot,
+        "aot": through_aot - runtime,
+        "fuser_runtime": runtime_only,
+        "launch": launch,
+    }
+
+
+def _without_launches(graph, inputs, calls: int, sync) -> float:
+    """The written-out call timed with each launch it writes out (torch's C entry point) made a no-op."""
+    names = graph.call.__globals__
+    entries = {name: value for name, value in names.items() if name.startswith("launch_kernel")}
+    names.update(dict.fromkeys(entries, lambda *args: None))
+    try:
+        return _per_call_us(lambda: graph(list(inputs)), calls, sync)
+    finally:
+        names.update(entries)
+
+
+def _launches_timed(graph, inputs, calls: int, sync) -> tuple[float, float]:
+    """The general loop's launches (`DirectLauncher.__call__`, its specialization key included), timed
+    one by one, and the rest of the call."""
+    from fuser.runtime.direct_launch import DirectLauncher
+
+    runtime = _per_call_us(lambda: graph(list(inputs)), calls, sync)
     launched = [0.0]
     original_call = DirectLauncher.__call__
 
@@ -135,14 +170,8 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
     finally:
         DirectLauncher.__call__ = original_call
     launch = launched[0] / (calls * 5 + 50) * 1e6
-    return {
-        "us": whole,
-        "dynamo": whole - through_aot,
-        "aot": through_aot - runtime,
-        # The timer's own cost lands in the launch share: runtime's share is the untimed run less launches.
-        "fuser_runtime": runtime - min(launch, timed_runtime),
-        "launch": launch,
-    }
+    # The timer's own cost lands in the launch share: runtime's share is the untimed run less launches.
+    return launch, runtime - min(launch, timed_runtime)
 
 
 def main() -> None:

@@ -228,7 +228,7 @@ def _callable(graph_module, graph, built: Steps, binder, options, example_inputs
     (output,) = [n for n in graph.nodes if n.op == "output"]
     frees = _frees(steps, built.reads, set(output.all_input_nodes), slots)
     kind = CompiledBackwardGraph if backward else CompiledGraph
-    compiled = kind(graph_module, steps, slots, frees, binder)
+    compiled = kind(graph_module, steps, slots, frees, binder, options.call_function)
     # A graph that launches nothing (views and getitems only: Dynamo's resume functions often are) has
     # nothing to replay.
     launches = any(not isinstance(s, EagerStep) or s.counted for s in steps)

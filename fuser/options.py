@@ -65,6 +65,10 @@ class Options:
     # 0.945 -> 0.623 ms on an H200). False: every value the backward reads is saved. FUSER_RECOMPUTE=0 or 1
     # sets it.
     recompute: bool = True
+    # True (the default): from its second call, a compiled graph's call is one function written out for the
+    # sizes of its first (`fuser.runtime.call_function`); False: every call runs the general loop over its
+    # steps (what the call path benchmark compares it with). FUSER_CALL_FUNCTION=0 or 1 sets it.
+    call_function: bool = True
 
     def cuda_graph_mode(self, example_inputs: list[Any]) -> str | None:
         """Which graphs over these inputs are replayed as CUDA graphs (`fuser.runtime.cuda_graphs`): "any",
@@ -93,6 +97,7 @@ class Options:
             "cuda_graphs": {"1": True, "0": False}.get(os.environ.get("FUSER_CUDA_GRAPHS", "")),
             "unvalidated": _env_choice("FUSER_UNVALIDATED", UNVALIDATED_CHOICES),
             "recompute": os.environ.get("FUSER_RECOMPUTE", "1") != "0",
+            "call_function": os.environ.get("FUSER_CALL_FUNCTION", "1") != "0",
         }
         chosen = cls(**(defaults | options))
         if chosen.log:

@@ -22,8 +22,8 @@ def allocator(device: torch.device) -> Allocate:
     def general(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         return torch.empty_strided(shape, strides, dtype=dtype, device=device)
 
-    fast = getattr(getattr(torch._C._dynamo, "guards", None), f"_empty_strided_{device.type}", None)
-    if fast is None or device.type not in ("cpu", "cuda"):
+    fast = bare_allocator(device)
+    if fast is None:
         return general
     if device.type == "cpu" or device.index is None:
         return fast
@@ -37,3 +37,10 @@ def allocator(device: torch.device) -> Allocate:
         )
 
     return on_cuda
+
+
+def bare_allocator(device: torch.device) -> Allocate | None:
+    """torch's own allocator for `device`'s type (a CUDA one allocates on the current device), or None."""
+    if device.type not in ("cpu", "cuda"):
+        return None
+    return getattr(getattr(torch._C._dynamo, "guards", None), f"_empty_strided_{device.type}", None)

@@ -167,27 +167,42 @@ def _static_kernel(kernel: Any, device: int) -> tuple[Any, list[int]] | None:
     return made[device]
 
 
-def static_runner(kernel: Any, grid3: tuple[int, int, int], device: int) -> Callable | None:
-    """A launch of the compiled `kernel` through torch's static CUDA launcher on `device` (taking the
-    stream, then the kernel's arguments), or None where it cannot launch it."""
+class StaticLaunch:
+    """A launch of a compiled kernel through torch's static CUDA launcher on one device and grid: called
+    with the stream, then the kernel's arguments. Its fields are what a generated call function
+    (`fuser.runtime.call_function`) writes out: torch's C entry point, the fields before the arguments,
+    the positions of the arguments the kernel takes and the scratch parameters after them."""
+
+    def __init__(self, kernel: Any, grid3: tuple[int, int, int], static: Any, keep: list[int]):
+        self.kernel, self.grid3, self.static, self.keep = kernel, grid3, static, keep
+        self.entry, self.fixed, self.scratch = _c_entry(static, grid3) or (None, (), ())
+
+    def __call__(self, stream: int, *args: Any) -> None:
+        hooks = knobs.runtime
+        if not (_idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook)):
+            # a profiler listens: Triton's launcher calls its hooks
+            lean_runner(self.kernel, self.grid3)(stream, *args)
+        elif self.entry is not None:
+            self.entry(*self.fixed, (*[args[i] for i in self.keep], *self.scratch), stream)
+        else:
+            self.static.run(*self.grid3, stream, *[args[i] for i in self.keep])
+
+
+def hooks_idle() -> bool:
+    """No profiler has registered a Triton launch hook (a launch written out calls none)."""
+    hooks = knobs.runtime
+    return _idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook)
+
+
+def static_runner(kernel: Any, grid3: tuple[int, int, int], device: int) -> StaticLaunch | None:
+    """A launch of the compiled `kernel` through torch's static CUDA launcher on `device`, or None where it
+    cannot launch it."""
     if static_launcher_class() is None or knobs is None:
         return None
     found = _static_kernel(kernel, device)
     if found is None:
         return None
-    static, keep = found
-    hooks = knobs.runtime
-    launch_kernel, fixed, scratch = _c_entry(static, grid3) or (None, (), ())
-
-    def launch(stream: int, *args: Any) -> None:
-        if not (_idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook)):
-            lean_runner(kernel, grid3)(stream, *args)  # a profiler listens: Triton's launcher calls its hooks
-        elif launch_kernel is not None:
-            launch_kernel(*fixed, (*[args[i] for i in keep], *scratch), stream)
-        else:
-            static.run(*grid3, stream, *[args[i] for i in keep])
-
-    return launch
+    return StaticLaunch(kernel, grid3, *found)
 
 
 def _c_entry(static: Any, grid3: tuple[int, int, int]) -> tuple[Callable, tuple, tuple] | None:
@@ -261,3 +276,12 @@ class DirectLauncher:
             runner = static_runner(kernel, self.grid3, device) or lean_runner(kernel, self.grid3)
             self.compiled[key] = runner
         runner(stream_of(device), *args, *self.constexprs)
+
+    def written_out(self, device: int) -> StaticLaunch | None:
+        """The static launch of the specialization every later call of a generated call function makes
+        (`fuser.runtime.call_function`): every pointer 16-byte aligned, on `device`, for a kernel that
+        takes no integer that changes between calls; None where there is none, or it has no C entry."""
+        if self.integers:
+            return None
+        runner = self.compiled.get(((True,) * len(self.pointers), (), device))
+        return runner if isinstance(runner, StaticLaunch) and runner.entry is not None else None

@@ -25,8 +25,9 @@ GPU_BLOCK, GPU_WARPS = 1024, 4  # pointwise kernels
 GPU_INDEXED_BLOCK, GPU_INDEXED_WARPS = 2048, 4
 # ... but only over this many elements or more: a smaller kernel is bound by its launch, and twice the
 # elements a thread double the code Triton and ptxas compile (llama's rotary-embedding kernels, sin and cos
-# of 16 elements a thread: its first call's CUDA compiles took 13.5 s serially against 7.2 at 1024,
-# tools/probes/kernel_compiles_for_gpu.py; an H100's first call 11.8 s against Inductor's 8.1).
+# of 16 elements a thread: its first call's CUDA compiles took 11.80 s serially against 6.99 at 1024, the
+# median of 3 processes of tools/probes/kernel_compiles_for_gpu.py; an H100's first call 11.8 s against
+# Inductor's 8.1).
 GPU_INDEXED_MIN_NUMEL = 1 << 20
 GPU_PERSISTENT_MAX = 8192  # the longest row a GPU row kernel holds in one block
 GPU_ROW_ELEMENTS = 4096  # elements per block of a persistent row kernel (XBLOCK rows of RBLOCK)

@@ -73,17 +73,22 @@ class LaunchStep:
         except GraphCaptureError:
             raise  # the capture is given up (fuser.runtime.cuda_graphs), not the kernel
         except Exception as error:
-            if self.strict:
-                raise
-            log.warning(
-                "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
-                self.name,
-                type(error).__name__,
-                error,
-            )
-            metrics.bump("fallbacks")
-            self.failed = True
-            self.fallback(env, key)
+            self.give_up(env, key, error)
+
+    def give_up(self, env: list, key: tuple[int, ...], error: Exception) -> None:
+        """A launch failed: raise where the compile is strict; else run the nodes eagerly, now and at every
+        later call."""
+        if self.strict:
+            raise error
+        log.warning(
+            "fuser: kernel %s failed (%s: %s); running its nodes eagerly",
+            self.name,
+            type(error).__name__,
+            error,
+        )
+        metrics.bump("fallbacks")
+        self.failed = True
+        self.fallback(env, key)
 
     def prepare(self, launch: Any, env: list) -> Any:
         raise NotImplementedError
