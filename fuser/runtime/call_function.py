@@ -44,7 +44,7 @@ def write(graph: CompiledGraph, key: tuple[int, ...]) -> Callable[[list], list] 
     namespace = dict(writer.names)
     exec(compile(source, f"<fuser call of {len(graph.steps)} step(s)>", "exec"), namespace)
     call = namespace["call"]
-    call.source = source  # what `fuser.explain` and a debugging reader show
+    call.source = source  # for a reader debugging a call: print(graph.call.source)
     return call
 
 
