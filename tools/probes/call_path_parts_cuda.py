@@ -11,7 +11,8 @@ Prints µs per call for each part (the median of five loops of 2,000 calls); DIR
 profile. Parts: the compiled graph's whole call; the same with the kernel's launch a no-op (the runtime
 alone); the step's launcher called alone; the compiled kernel's own launcher (`CompiledKernel.run`)
 called directly with the stream looked up once; an output's allocation; the current device and stream
-lookups.
+lookups. The parts are the general loop's (`options={"call_function": False}`), which a call took
+before session 34; benchmarks/call_path.py splits the call written out since then.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def main() -> None:
     device = args.device
     x, y = torch.randn(1024, device=device), torch.randn(1024, device=device)
     options = {"unvalidated": "fuse"} if device == "cpu" else {}  # the chain's ops as on the GPU: fused
+    options["call_function"] = False  # the general loop's parts (the written call: benchmarks/call_path.py)
     compiled = torch.compile(pointwise_chain, backend="fuser", options=options)
     compiled(x, y)
     CompiledGraph.__init__ = original_init
