@@ -129,7 +129,7 @@ def _fuser_shares(fn, inputs, calls: int, sync) -> dict:
         runtime_only = _without_launches(graph, inputs, calls, sync)
         launch = runtime - runtime_only
     else:
-        launch, runtime_only = _launches_timed(graph, inputs, calls, sync)
+        launch, runtime_only = _launches_timed(graph, inputs, runtime, calls, sync)
     return {
         "us": whole,
         "dynamo": whole - through_aot,
@@ -150,12 +150,11 @@ def _without_launches(graph, inputs, calls: int, sync) -> float:
         names.update(entries)
 
 
-def _launches_timed(graph, inputs, calls: int, sync) -> tuple[float, float]:
+def _launches_timed(graph, inputs, runtime: float, calls: int, sync) -> tuple[float, float]:
     """The general loop's launches (`DirectLauncher.__call__`, its specialization key included), timed
-    one by one, and the rest of the call."""
+    one by one, and the rest of its call (`runtime`, the call's untimed time, less them)."""
     from fuser.runtime.direct_launch import DirectLauncher
 
-    runtime = _per_call_us(lambda: graph(list(inputs)), calls, sync)
     launched = [0.0]
     original_call = DirectLauncher.__call__
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fuser import metrics
+from fuser.lower.views import contiguous_strides
 from fuser.runtime import direct_launch
 from fuser.runtime.allocate import bare_allocator
 from fuser.runtime.eager_step import materialize
@@ -66,13 +67,11 @@ class _Writer:
         self.names: dict[str, Any] = {"resume": graph.resume, "gave_up": graph.gave_up, "bump": metrics.bump}
         self.lines: list[str] = []
         self.launches = 0  # launches written out before the current line (counted at each exit)
-        self.written = [_written(step, key) for step in graph.steps]
-        on_cuda = any(launch and step.device.type == "cuda" for step, launch in self.steps())
+        # Each step with the launch written out for it, or None where the step is called as the loop calls it.
+        self.steps = [(step, _written(step, key)) for step in graph.steps]
+        on_cuda = any(launch and step.device.type == "cuda" for step, launch in self.steps)
         # The device whose launches it writes out: the current one, checked at each call.
         self.device = direct_launch.current_device() if on_cuda else None
-
-    def steps(self) -> list[tuple[Any, Launch | None]]:
-        return list(zip(self.graph.steps, self.written, strict=True))
 
     def bind(self, value: Any, prefix: str) -> str:
         if type(value) in (bool, int, str, type(None)):  # what repr writes back exactly
@@ -108,7 +107,7 @@ class _Writer:
             out.append(f"    if {device}() != {self.device} or not {idle}():")
             out.append(f"        {self.exit(0)}")
             out.append(f"    stream = {self.bind(direct_launch.stream_of, 'stream_of')}({self.device})")
-        for index, ((step, launch), frees) in enumerate(zip(self.steps(), graph.frees, strict=True)):
+        for index, ((step, launch), frees) in enumerate(zip(self.steps, graph.frees, strict=True)):
             if launch is None:
                 out.append(f"    {self.bind(step, 'step')}(env, key)")
             else:
@@ -150,8 +149,7 @@ class _Writer:
         partials = []
         for number, (shape, dtype) in enumerate(launch.partials):
             partials.append(f"partials{index}_{number}")
-            strides = torch.empty(shape, device="meta").stride()
-            out.append(f"    {partials[-1]} = {self.new(allocate, shape, strides, dtype)}")
+            out.append(f"    {partials[-1]} = {self.new(allocate, shape, contiguous_strides(shape), dtype)}")
         out.append("    try:")
         for stage, static in zip(launch.stages, statics, strict=True):
             args = self.arguments(stage, outputs, partials)

@@ -35,9 +35,8 @@ class CompiledGraph:
         self.frees = frees
         self.binder = binder
         # From the second call on, the call is one function written out for the first call's binding of
-        # the sizes (`fuser.runtime.call_function`), unless `write_call` is off.
+        # the sizes (`fuser.runtime.call_function`), unless `write_call` is off; it is written once.
         self.write_call = write_call
-        self.written = False
         self.call: Any = None
         graph = graph_module.graph
         self.placeholders = [slots[n] for n in graph.nodes if n.op == "placeholder"]
@@ -67,9 +66,9 @@ class CompiledGraph:
         for slot, value in self.attributes:
             env[slot] = value
         outputs = self.run_from(0, env, key)
-        if not self.written:  # from the next call on, the call written out for this binding
-            self.written = True
-            self.call = call_function.write(self, key) if self.write_call else None
+        if self.write_call:  # from the next call on, the call written out for this binding
+            self.write_call = False
+            self.call = call_function.write(self, key)
         return outputs
 
     def run_from(self, start: int, env: list, key: tuple[int, ...]) -> list:

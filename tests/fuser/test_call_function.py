@@ -163,3 +163,14 @@ def test_the_option_off_keeps_every_call_in_the_loop(device, compiled_graphs):
     for _ in range(2):
         torch.testing.assert_close(compiled(x, y), _chain(x, y))
     assert compiled_graphs[0].call is None
+
+
+def test_a_split_reductions_workspaces_are_allocated_by_the_written_call(device, compiled_graphs):
+    def sums(x):
+        return (x * 2).sum(dim=0), x.sum(dim=1)
+
+    compiled = torch.compile(sums, backend="fuser")
+    for _ in range(3):
+        x = torch.randn(4096, 64, device=device)
+        torch.testing.assert_close(compiled(x), sums(x), rtol=1e-4, atol=1e-3)
+    assert "partials" in compiled_graphs[0].call.source  # the workspaces, made by the written call
