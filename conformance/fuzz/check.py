@@ -33,6 +33,7 @@ from conformance.harness.oracle import compare
 from conformance.harness.policy import loosest_tolerance
 from conformance.harness.probe import watching
 from conformance.harness.runner import (
+    CALLS,
     float64_reference,
     floating_outputs,
     fresh_inputs,
@@ -165,10 +166,6 @@ def check(program: Program, backend: str, device: str = "cpu", backward: bool = 
     if disagreement is not None:
         return Outcome("meta_disagrees", f"{disagreement}\n" + "\n".join(problems))
     return Outcome("fail", "\n".join(problems))
-
-
-# What a problem of each call is prefixed with: the first call's are unprefixed.
-CALLS = ("", "the second call: ")
 
 
 def _call(compiled: Any, made: list, backward: bool, seed: int) -> tuple[list, Any, Any]:

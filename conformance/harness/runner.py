@@ -479,24 +479,17 @@ def run_case(
     torch._dynamo.reset()
     received: set = set()
     compiled = torch.compile(batch.function(), backend=recording(backend, received), dynamic=False)
-    inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
+    calls = []  # (inputs, outputs, grads) of each call
     with watching(backend) as watch:
         try:
-            outputs = quietly(compiled, *inputs)
-            grads = None
-            if backward:
-                flat_outputs, flat_grad_outputs = [], []
-                for expected, output in zip(kept, outputs, strict=True):
-                    found = floating_outputs(output)
-                    flat_outputs += found
-                    flat_grad_outputs += [
-                        g.to(o.dtype) for g, o in zip(expected.grad_outputs, found, strict=True)
-                    ]
-                grads = gradients(flat_outputs, inputs, flat_grad_outputs)
+            # Called twice: a backend may run its second call another way (the fuser's is written out
+            # for the sizes its first call saw: fuser.runtime.call_function), and users call it again.
+            for _ in CALLS:
+                calls.append(_call(compiled, batch, kept, backward))
         except Exception as error:
             raise CompiledProgramError(
-                f"the compiled program raised {type(error).__name__}: {error}\n"
-                f"(eager ran all {len(kept)} samples; program:\n{batch.source})"
+                f"{CALLS[len(calls)]}the compiled program raised {type(error).__name__}: "
+                f"{error}\n(eager ran all {len(kept)} samples; program:\n{batch.source})"
             ) from error
         finally:
             torch._dynamo.reset()
@@ -510,10 +503,44 @@ def run_case(
             "raised on its graph), so the case would pass without testing the backend"
         )
     if spec.check is not None:
+        inputs, outputs, grads = calls[0]
         result.failures += random_failures(
             spec, context, backward, kept, batch, outputs, grads, inputs, compiled
         )
         return result
+    failed: dict[int, str] = {}  # sample -> its failure; a second call's only where the first passed
+    for prefix, call in zip(CALLS, calls, strict=True):
+        for index, failure in _judge(spec, dtype, context, direction, kept, batch, call, result).items():
+            failed.setdefault(index, prefix + failure)
+    result.failures += [failed[index] for index in sorted(failed)]
+    return result
+
+
+# What a failure of each call of the compiled program starts with: the first call's nothing (the fuzzer
+# calls its programs the same way).
+CALLS = ("", "the second call: ")
+
+
+def _call(compiled: Callable, batch: Program, kept: list[Expected], backward: bool) -> tuple:
+    """One call of the compiled program on fresh copies of its inputs: (inputs, outputs, gradients)."""
+    inputs = fresh_inputs(batch.inputs, grad=backward, frozen=batch.frozen)
+    outputs = quietly(compiled, *inputs)
+    grads = None
+    if backward:
+        flat_outputs, flat_grad_outputs = [], []
+        for expected, output in zip(kept, outputs, strict=True):
+            found = floating_outputs(output)
+            flat_outputs += found
+            flat_grad_outputs += [g.to(o.dtype) for g, o in zip(expected.grad_outputs, found, strict=True)]
+        grads = gradients(flat_outputs, inputs, flat_grad_outputs)
+    return inputs, outputs, grads
+
+
+def _judge(spec, dtype, context, direction, kept, batch, call, result: CaseRun) -> dict[int, str]:
+    """What one call got wrong, by sample; its ulps and notes go into `result`."""
+    inputs, outputs, grads = call
+    backward = direction == "bwd"
+    failed = {}
     for index, (expected, output) in enumerate(zip(kept, outputs, strict=True)):
         line = batch.lines[index].strip().removesuffix(",")
         where = f"sample {index} [{expected.sample.label}]: {line}"
@@ -533,7 +560,7 @@ def run_case(
                 perturbed=_part(expected.perturbed, 2),
             )
             if not verdict.ok:
-                result.failures.append(f"{where}\n  gradients: {verdict.message}")
+                failed[index] = f"{where}\n  gradients: {verdict.message}"
             continue
         problems = []  # one failure per sample, whatever of it differs
         signs_defined = spec.zero_sign_defined and context not in SIGNLESS_CONTEXTS
@@ -553,7 +580,7 @@ def run_case(
             result.ulps = (max(seen[0], verdict.ulps[0]), max(seen[1], verdict.ulps[1]))
         if not verdict.ok:
             problems.append(f"  output: {verdict.message}")
-        elif verdict.notes:
+        elif verdict.notes and f"{where}: {verdict.notes}" not in result.notes:  # once, not once a call
             result.notes.append(f"{where}: {verdict.notes}")
         after = [inputs[i] for i in slots]
         verdict = compare(
@@ -568,8 +595,8 @@ def run_case(
         if not verdict.ok:
             problems.append(f"  inputs after the call: {verdict.message}")
         if problems:
-            result.failures.append("\n".join([where, *problems]))
-    return result
+            failed[index] = "\n".join([where, *problems])
+    return failed
 
 
 def _part(perturbed: Callable[[], list] | None, index: int) -> Callable[[], list] | None:
