@@ -67,26 +67,43 @@ class Arg:
 
 @dataclass(frozen=True)
 class KernelSource:
+    """One Triton kernel as IR: its function's statements and signature, what each parameter is bound to,
+    and the header naming what it covers. It is printed (`source`) only when it is compiled or shown: a
+    pass compares and rewrites kernels by their statements (`fuser.plan.horizontal`)."""
+
     name: str
-    source: str  # a Python module holding one Triton kernel
-    cache_key: str  # hash of the source without its header comment: equal kernels share a compile
     params: tuple[tuple[str, Arg], ...]
     covers: tuple[str, ...]  # the aten nodes the kernel computes, as "name = aten.op(args)"
     # Inputs read at the flat offset: the launcher checks that they are contiguous.
     flat_inputs: tuple[fx.Node, ...]
+    header: str  # comment lines: what the kernel is and the aten nodes it covers
+    signature: tuple[str, ...]  # the function's parameters as printed, its block sizes' included
+    statements: tuple[ir.Statement, ...]  # the function's body
     # "pointwise", or a row kernel: "persistent" (a row per block), "looped", or the two stages of a
     # split reduction: "split_partials" (each program reduces one slice of the columns) and
     # "split_combine" (reduces the slices' partial results and finishes the row); or "row_groups", a
     # persistent kernel whose programs walk groups of rows and sum its column sums over them, before a
-    # "split_combine" of the column kernel adds up the groups' sums.
+    # "split_combine" of the column kernel adds up the groups' sums; or "horizontal".
     kind: str = "pointwise"
     contiguous_rows: bool = False  # a row kernel whose reduced dims are innermost in memory
     row_inputs: int = 0  # a row kernel's inputs as large as its space (row_codegen.whole_inputs)
     row_outputs: int = 0  # and the values it stores that are (row_codegen.whole_outputs)
     int64: bool = False  # whether it indexes in int64
-    # The function's body as statements (`source` prints them): a pass that rewrites the kernel
-    # (fuser.plan.horizontal) edits these rather than the text.
-    statements: tuple[ir.Statement, ...] = ()
+
+    @cached_property
+    def function(self) -> str:
+        """The `@triton.jit` function, printed from the statements."""
+        return function(self.name, list(self.signature), ir.lines(self.statements))
+
+    @cached_property
+    def source(self) -> str:
+        """A Python module holding the kernel: the header, the imports and the function."""
+        return f"{self.header}\n{PRELUDE}\n\n{self.function}"
+
+    @cached_property
+    def cache_key(self) -> str:
+        """The hash of the function (not of the header): equal kernels share a compile."""
+        return hashlib.sha256(self.function.encode()).hexdigest()
 
     @cached_property
     def accesses(self) -> list[ir.Load | ir.Store]:
@@ -168,7 +185,7 @@ class Builder:
         self.names: Counter[str] = Counter()
         self.computed = set(kernel.computed)
         self.levels: dict[str, int] = {}
-        self.statements: list[ir.Statement] = []  # the function's body, once `source` has written it
+        self.statements: list[ir.Statement] = []  # the function's body, once `build` has made it
         self.opaque_widening = hides_widening(kernel)
 
     # --- names, parameters and index expressions ---
@@ -475,6 +492,8 @@ class Builder:
 class PointwiseBuilder(Builder):
     """A kernel over one shape, walked in flat blocks of BLOCK elements."""
 
+    BLOCKS = ("BLOCK",)  # its block sizes: the launcher's constexpr arguments
+
     def __init__(self, kernel: Kernel):
         super().__init__(kernel)
         self.levels.update({"offset": 2, **{f"i{d}": 2 for d in range(self.rank)}})
@@ -492,7 +511,7 @@ class PointwiseBuilder(Builder):
             address = address.widened("offset")
         self.body.append(ir.Effect(ir.Store(address, self.cast(name, held, value.dtype), "mask")))
 
-    def source(self, name: str) -> str:
+    def build(self) -> None:
         # Every value before any store: a member may be stored into a graph input that another member
         # reads (`fuser.plan.inplace`), and a load after that store would see the new value.
         for member in self.kernel.members:
@@ -507,7 +526,6 @@ class PointwiseBuilder(Builder):
         for d, size in enumerate(self.kernel.shape):
             if f"size{d}" in ir.reads(index_lines):
                 self.int_param(f"size{d}", size)
-        params = self.ordered_params()
         start = "pid.to(tl.int64) * BLOCK" if self.int64 else "pid * BLOCK"
         bound = miscompiles.rewrite("block_mask", "numel", builder=self)
         lines = [
@@ -518,7 +536,6 @@ class PointwiseBuilder(Builder):
             *self.body,
         ]
         self.statements = lines
-        return function(name, [*params, "BLOCK: tl.constexpr"], ir.lines(lines))
 
 
 def function(name: str, params: list[str], lines: list[str]) -> str:
@@ -558,11 +575,11 @@ def package(
     row_outputs: int = 0,
     name: str | None = None,
 ) -> KernelSource:
-    """Write `builder`'s kernel with a header naming the aten nodes it covers (named `name`: a second stage
-    bears its first's name)."""
+    """`builder`'s kernel, built, with a header naming the aten nodes it covers (named `name`: a second
+    stage bears its first's name)."""
     kernel = builder.kernel
     name = name or kernel_name(kernel)
-    body = builder.source(name)
+    builder.build()
     covers = tuple(_describe(n) for n in kernel.computed)
     what = f"{kind} kernel" if kind != "pointwise" else "kernel"
     header = "\n".join(
@@ -576,15 +593,15 @@ def package(
     params = builder.ordered_params()
     return KernelSource(
         name=name,
-        source=f"{header}\n{PRELUDE}\n\n{body}",
-        cache_key=hashlib.sha256(body.encode()).hexdigest(),
         params=tuple((p, builder.params[p]) for p in params),
         covers=covers,
         flat_inputs=tuple(builder.flat_inputs),
+        header=header,
+        signature=(*params, *(f"{block}: tl.constexpr" for block in builder.BLOCKS)),
+        statements=tuple(builder.statements),
         kind=kind,
         contiguous_rows=contiguous_rows,
         row_inputs=row_inputs,
         row_outputs=row_outputs,
         int64=builder.int64,
-        statements=tuple(builder.statements),
     )

@@ -254,6 +254,7 @@ class Assign:
     expr: Expr
     level: int
     dtype: torch.dtype | None = None
+    comment: str = ""  # printed after it, for the reader
 
     @property
     def reads(self) -> frozenset[str]:
@@ -321,7 +322,7 @@ def lines(statements: Iterable[Statement]) -> list[str]:
     out: list[str] = []
     for s in statements:
         if isinstance(s, Assign):
-            out.append(f"{s.target} = {s.expr}")
+            out.append(f"{s.target} = {s.expr}" + (f"  # {s.comment}" if s.comment else ""))
         elif isinstance(s, Update):
             out.append(f"{', '.join(s.targets)} = {s.expr}")
         elif isinstance(s, Effect):

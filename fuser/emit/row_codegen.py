@@ -21,7 +21,7 @@ import torch
 from torch import fx
 
 from fuser.emit import ir
-from fuser.emit.codegen import Arg, Builder, function, unflatten
+from fuser.emit.codegen import Arg, Builder, unflatten
 from fuser.lower.dtypes import arithmetic_dtype, value_dtype
 from fuser.lower.nodes import bind_arguments, meta
 from fuser.lower.ops import POINTWISE_BY_OVERLOAD
@@ -122,6 +122,8 @@ def _unmasked(statement: ir.Statement) -> ir.Statement:
 
 
 class RowBuilder(Builder):
+    BLOCKS = ("XBLOCK", "RBLOCK")  # its block sizes: rows and columns a program covers at a time
+
     def __init__(self, kernel: Kernel, persistent: bool, stage: str | None = None, first_output: int = 0):
         super().__init__(kernel)
         self.space = kernel.space
@@ -397,13 +399,14 @@ class RowBuilder(Builder):
         return self.emit("term", ir.Where("mask", value, ir.Expr("0.0")), dtype)
 
     # --- the kernel ---
-    def source(self, name: str) -> str:
+    def build(self) -> None:
         sums = set(self.kernel.column_sums.computed) if self.kernel.column_sums else set()
         for node in self.kernel.computed:
             if is_reduction(node) and node not in sums:  # a column sum is added up by `column_sums`
                 self.value(node, self.row_index(meta(node).shape))
-        if self.stage == "split_partials":
-            return self._function(name)  # the first stage stores partial results only
+        if self.stage == "split_partials":  # the first stage stores partial results only
+            self._assemble()
+            return
         full = []
         for position, member in enumerate(self.kernel.row_members, self.first_output):
             shape = meta(member).shape
@@ -420,7 +423,7 @@ class RowBuilder(Builder):
             self.column_sums()
         if full:  # a testing-only hook (fuser.testing.miscompiles): a no-op by default
             self.body = miscompiles.rewrite("epilogue", self.body, start=start, space=self.space)
-        return self._function(name)
+        self._assemble()
 
     def column_sums(self) -> None:
         """Each column sum of the kernel (`Kernel.column_sums`), over the rows of this program's group: added
@@ -454,9 +457,10 @@ class RowBuilder(Builder):
         stored = self.cast(value, held, meta(member).dtype)
         self.body.append(ir.Effect(ir.Store(address.widened(*widen), stored, self.mask_for(level))))
 
-    def _function(self, name: str) -> str:
+    def _assemble(self) -> None:
         if self.stage == "row_groups":
-            return self._row_groups_function(name)
+            self._assemble_row_groups()
+            return
         start = "pid.to(tl.int64) * XBLOCK" if self.int64 else "pid * XBLOCK"
         prologue = [
             ir.Assign("pid", ir.Expr("tl.program_id(0)"), 0),
@@ -489,9 +493,7 @@ class RowBuilder(Builder):
         self._size_params(prologue + self.body)
         if self.stage == "split_combine":
             self.int_param("num_splits", 0)  # set per launch
-        params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         self.statements = prologue + self.body
-        return function(name, params, ir.lines(self.statements))
 
     def _size_params(self, statements: list[ir.Statement]) -> None:
         read = ir.reads(statements)
@@ -507,7 +509,7 @@ class RowBuilder(Builder):
         self.int_param("num_rows", rows)
         self.int_param("num_cols", cols)
 
-    def _row_groups_function(self, name: str) -> str:
+    def _assemble_row_groups(self) -> None:
         """Program `pid` walks row blocks pid, pid + num_groups, ... (whole rows each), computing and
         storing the kernel's row values as a persistent kernel does, and sums its column sums over them."""
         block = "block.to(tl.int64)" if self.int64 else "block"
@@ -537,8 +539,6 @@ class RowBuilder(Builder):
         self.statements = [*prologue, walk, *self.after_rows]
         self._size_params(self.statements)
         self.int_param("num_groups", 0)  # set per launch
-        params = [*self.ordered_params(), "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-        return function(name, params, ir.lines(self.statements))
 
 
 def whole_inputs(kernel: Kernel) -> int:

@@ -10,9 +10,10 @@ dtypes, the rank and the layout class. This pass batches them.
    an inlined intermediate several parts share is recomputed by each (the 200 step updates of one
    shape-() kernel are 200 parts; so are the updates of 100 same-shape parameters that all read one
    learning rate).
-2. Parts whose source is the same (same cache key), on one device, at the same depth of the step graph
-   (the longest path of steps before them) form a group. Equal depth makes the groups safe to merge: a
-   step's dependencies all lie at smaller depths, so no group can wait on itself.
+2. Parts whose IR is the same (statements, signature and pointer dtypes; nothing is printed), on one
+   device, at the same depth of the step graph (the longest path of steps before them) form a group.
+   Equal depth makes the groups safe to merge: a step's dependencies all lie at smaller depths, so no
+   group can wait on itself.
 3. A group of two or more becomes one `Horizontal` step; the parts of a kernel that join no group are
    merged back into one kernel, as the partitioner made it.
 
@@ -26,13 +27,12 @@ Triton's interpreter dereferences such pointers too, so the CPU runs the same ke
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from torch import fx
 
 from fuser.emit import ir
-from fuser.emit.codegen import PRELUDE, KernelSource, PointwiseBuilder, function, package
+from fuser.emit.codegen import KernelSource, PointwiseBuilder, package
 from fuser.emit.generation import Generated
 from fuser.lower.dtypes import triton_name
 from fuser.lower.nodes import meta
@@ -128,28 +128,36 @@ def _depths(steps: list) -> list[int]:
 
 
 def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None) -> KernelSource:
-    """The horizontal kernel of `part`'s source: the same body, its parameters read from a table row.
+    """The horizontal kernel of `part`: the same body, its parameters read from a table row.
     `covers`: the aten nodes of every part it runs (the header names them all), `part`'s by default."""
     covers = part.covers if covers is None else covers
     params = [name for name, _ in part.params]
     columns = len(params) + len(EXTRA_COLUMNS)
-    int64 = part.int64
-    lines = [
-        "program = tl.program_id(0)",
-        "part = tl.load(programs_ptr + program)  # which part (tensor) this program works on",
-        f"row = table_ptr + part * {columns}",
-        f"pid = program - tl.load(row + {len(params)}).to(tl.int32)  # the program within its part",
+    prologue = [
+        ir.Assign("program", ir.Expr("tl.program_id(0)"), 0),
+        ir.Assign(
+            "part",
+            ir.over("tl.load(programs_ptr + program)", "programs_ptr", "program"),
+            0,
+            comment="which part (tensor) this program works on",
+        ),
+        ir.Assign("row", ir.over(f"table_ptr + part * {columns}", "table_ptr", "part"), 0),
+        ir.Assign(
+            "pid",
+            ir.over(f"program - tl.load(row + {len(params)}).to(tl.int32)", "program", "row"),
+            0,
+            comment="the program within its part",
+        ),
     ]
     for column, (name, arg) in enumerate(part.params):
         if arg.kind in ("tensor", "output"):
-            pointer = f"tl.pointer_type({triton_name(meta(arg.node).dtype)})"
-            lines.append(f"{name} = tl.load(row + {column}).to({pointer})")
+            cast = f".to(tl.pointer_type({triton_name(meta(arg.node).dtype)}))"
         else:
-            lines.append(f"{name} = tl.load(row + {column}){'' if int64 else '.to(tl.int32)'}")
-    # The part's body but its program id, which the lines above compute from the table.
-    lines += ir.lines(s for s in part.statements if not (isinstance(s, ir.Assign) and s.target == "pid"))
+            cast = "" if part.int64 else ".to(tl.int32)"
+        prologue.append(ir.Assign(name, ir.over(f"tl.load(row + {column}){cast}", "row"), 0))
+    # The part's body but its program id, which the prologue computes from the table.
+    body = [s for s in part.statements if not (isinstance(s, ir.Assign) and s.target == "pid")]
     name = f"{part.name}_horizontal"
-    text = function(name, ["table_ptr", "programs_ptr", "BLOCK: tl.constexpr"], lines)
     header = "\n".join(
         [
             f"# {name}: horizontal kernel, one table row per tensor ({columns} columns: "
@@ -160,23 +168,25 @@ def horizontal_source(part: KernelSource, covers: tuple[str, ...] | None = None)
     )
     return KernelSource(
         name=name,
-        source=f"{header}\n{PRELUDE}\n\n{text}",
-        cache_key=hashlib.sha256(text.encode()).hexdigest(),
         params=(),
         covers=covers,
         flat_inputs=(),
+        header=header,
+        signature=("table_ptr", "programs_ptr", "BLOCK: tl.constexpr"),
+        statements=(*prologue, *body),
         kind="horizontal",
     )
 
 
 def _key(source: KernelSource | None) -> tuple | None:
     """What parts of one group share, or None if the part is not a candidate (not a generated pointwise
-    kernel): the cache key of its source and the dtype of each pointer (a kernel's source does not name
-    them: Triton specializes on its arguments, but a horizontal kernel casts its addresses to them)."""
+    kernel): its statements (int64 indexing shows in them) and signature, and the dtype of each pointer (statements compare by what they
+    read and compute, not by the dtypes Triton specializes its arguments on; a horizontal kernel casts its
+    addresses to them). Nothing is printed to compare them."""
     if source is None:
         return None
     pointers = tuple(meta(a.node).dtype for _, a in source.params if a.kind in ("tensor", "output"))
-    return source.cache_key, pointers
+    return source.statements, source.signature, pointers
 
 
 def _pointwise(kernel: Kernel) -> list[KernelSource]:

@@ -53,9 +53,13 @@ def before() -> dict[tuple[str, str], str]:
 
 
 def pointwise_source_edited(monkeypatch, edit) -> None:
-    """Plant `edit` into the source every pointwise kernel is written from."""
-    source = codegen.PointwiseBuilder.source
-    monkeypatch.setattr(codegen.PointwiseBuilder, "source", lambda self, name: edit(source(self, name)))
+    """Plant `edit` into the printed function of every pointwise kernel."""
+    printed = codegen.KernelSource.function.func
+
+    def edited(self):
+        return edit(printed(self)) if self.kind == "pointwise" else printed(self)
+
+    monkeypatch.setattr(codegen.KernelSource, "function", property(edited))
 
 
 def test_a_change_to_shared_code_generation_stales_every_entry_whose_kernels_it_changes(monkeypatch, before):
