@@ -27,6 +27,7 @@ from fuser.emit.narrowing import hides_widening
 from fuser.lower.dtypes import HALF_DTYPES, arithmetic_dtype, value_dtype
 from fuser.lower.nodes import bind_arguments, common_dtype, meta, operand_dtypes, tensor_meta
 from fuser.lower.ops import (
+    CPU_SCALAR_OTHER,
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
@@ -440,8 +441,16 @@ class Builder:
                 )
                 name, held = self.value(arg, arg_index)
                 # A 0-dim float32 (or integer) tensor meeting a half-precision one promotes to the half
-                # dtype: eager rounds it to that dtype first, then computes widened (found by the fuzzer).
+                # dtype: eager rounds it to that dtype first, then computes widened (found by the fuzzer),
+                # except where its CPU kernel takes the operand as a CPU scalar (`CPU_SCALAR_OTHER`).
                 promoted = {Typing.COMMON: common, Typing.OUT: out.dtype}.get(typing)
+                if (
+                    op.name in CPU_SCALAR_OTHER
+                    and arg_name == "other"
+                    and self.kernel.device.type == "cpu"
+                    and not meta(arg).shape
+                ):
+                    promoted = None
                 if promoted is not None and meta(arg).dtype != promoted != arithmetic_dtype(promoted):
                     name, held = self.cast(name, held, promoted), promoted
                 operands.append(self.cast(name, held, want))

@@ -35,3 +35,22 @@ def test_atan2_of_a_value_against_itself_broadcast_has_a_zero_gradient(device):
     assert fuser.counters()["kernels_launched"] >= 1
     assert torch.equal(eager, torch.zeros_like(eager))
     torch.testing.assert_close(compiled, eager, atol=0, rtol=0)
+
+
+def test_a_0dim_float32_divisor_or_factor_of_a_half_tensor_is_taken_as_eager_takes_it(device):
+    # Eager's CPU mul and div take a 0-dim second operand at its own float32 value ("CPU scalar"), where
+    # every other path rounds it to the half dtype first: 3 / 1e5 is 3e-05 there, not 3 / inf = 0. Found by
+    # the fuzzer in the default configuration (docs/fuzz.md, session 36); fused, it was 0 before the fix.
+    def program(x, y):
+        return x / y, x * y, x + y, y * x
+
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.tensor([3.0, -0.5, 1000.0], dtype=dtype, device=device)
+        for value in (1e5, 1e-5, 1.0001):
+            y = torch.tensor(value, device=device)
+            eager = program(x, y)
+            launched = fuser.counters()["kernels_launched"]
+            compiled = torch.compile(program, backend="fuser")(x, y)
+            assert fuser.counters()["kernels_launched"] > launched
+            for e, c in zip(eager, compiled, strict=True):
+                torch.testing.assert_close(c, e, atol=0, rtol=0, equal_nan=True)
