@@ -17,18 +17,20 @@ from math import inf, nan
 
 import torch
 
-BACKEND = 'fuser'
-DEVICE = 'cpu'
+BACKEND = "fuser"
+DEVICE = "cpu"
 RTOL, ATOL = (0.001, 1e-05)
 K = 2.0  # conformance.harness.policy.K: as far from float64 as eager, times K
 BACKWARD = False  # also compare the gradients of every floating input
 SEED = 1  # of the gradients flowing into the outputs
+
 
 def program(v0):
     v1 = torch.ops.aten.exp.default(v0)
     v2 = torch.ops.aten._to_copy.default(v1.expand(2), dtype=torch.float16)
     v3 = torch.ops.aten.div.Tensor(v2, v1)
     return (v3,)
+
 
 # The inputs, exactly as the fuzzer made them:
 #   v0: int64[] (contiguous)
@@ -67,7 +69,9 @@ def run(function, widen=False):
         generator = torch.Generator().manual_seed(SEED)
         seeds = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in floating]
         leaves = [a for a in args if a.requires_grad]
-        grads = torch.autograd.grad(floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True)
+        grads = torch.autograd.grad(
+            floating, leaves, [s.to(o) for s, o in zip(seeds, floating, strict=True)], allow_unused=True
+        )
         results += list(grads)
     return results
 
@@ -132,8 +136,8 @@ def main():
     sys.exit(1 if problems else 0)
 
 
-PROGRAM_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.exp.default(v0)\n    v2 = torch.ops.aten._to_copy.default(v1.expand(2), dtype=torch.float16)\n    v3 = torch.ops.aten.div.Tensor(v2, v1)\n    return (v3,)\n'
-REFERENCE_SOURCE = 'def program(v0):\n    v1 = torch.ops.aten.exp.default(v0)\n    v2 = torch.ops.aten._to_copy.default(v1.expand(2), dtype=torch.float16).to(torch.float64)\n    v3 = torch.ops.aten.div.Tensor(v2, v1)\n    return (v3,)\n'
+PROGRAM_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.exp.default(v0)\n    v2 = torch.ops.aten._to_copy.default(v1.expand(2), dtype=torch.float16)\n    v3 = torch.ops.aten.div.Tensor(v2, v1)\n    return (v3,)\n"
+REFERENCE_SOURCE = "def program(v0):\n    v1 = torch.ops.aten.exp.default(v0)\n    v2 = torch.ops.aten._to_copy.default(v1.expand(2), dtype=torch.float16).to(torch.float64)\n    v3 = torch.ops.aten.div.Tensor(v2, v1)\n    return (v3,)\n"
 
 if __name__ == "__main__":
     main()
