@@ -20,7 +20,6 @@ reported as `not_validated`, apart from failures and passes.
 from __future__ import annotations
 
 import datetime
-import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance.harness import report
+from conformance.harness import cores, report
 from conformance.harness.ledger import Ledger
 from conformance.harness.report import CaseResult
 from conformance.harness.runner import has_backward, resolve_backend, supported_dtypes
@@ -296,7 +295,7 @@ def _share_machine(device: str, workerinput: dict | None) -> None:
         return
     index = int(workerinput["workerid"].removeprefix("gw"))
     workers = int(workerinput["workercount"])
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    cores.take_share(workers)
     if device == "cuda":
         torch.cuda.set_device(index % torch.cuda.device_count())
 

@@ -22,9 +22,13 @@ DEVICE = os.environ.get("FUSER_TEST_DEVICE", "cpu")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from conformance.harness import cores
     from conformance.harness.collector import tune_for_compiling
 
     tune_for_compiling()
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # an xdist worker, and the processes its tests start, take their share
+        cores.take_share(int(workerinput["workercount"]), for_children=True)
 
 
 @pytest.fixture(autouse=True)

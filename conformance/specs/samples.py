@@ -103,6 +103,10 @@ ZERO_D_PARTNER = {
     "uint8": "int64",
     "bool": "int64",
 }
+# A 0-d float32 operand beside a half tensor, at a value the half dtype cannot hold (it rounds to inf):
+# eager's CPU mul and div take a 0-d second operand at its own value where other ops round it first, and a
+# backend that rounds it turns x * 1e5 in float16 into inf (found by the fuzzer: docs/fuzz.md, session 36).
+UNHELD_0D = {"float16": 1e5, "bfloat16": 3.4e38}
 # Shape families: each entry is one operand shape per operand (shorter lists repeat their last).
 SHAPES_1 = ((), (0,), (1,), (5, 0, 3), (0, 7), (2, 3, 5, 4))
 SHAPES_2 = (((), ()), ((37, 1), (1, 7)), ((5, 1, 3), (3,)), ((0, 7), (1, 7)), ((1,), (4, 0)), ((7,), ()))
@@ -237,6 +241,10 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
                 args.append(None)
                 notes.append(f"{operand.name}=None")
                 continue
+            if variant == "0d unheld":
+                args.append(torch.tensor(UNHELD_0D[dtype], dtype=torch.float32))
+                notes.append(f"{operand.name} 0-d float32 {UNHELD_0D[dtype]:g}")
+                continue
             operand_dtype = "bool" if operand.mask else dtype
             shape = shapes[min(position, len(shapes) - 1)]
             if variant in ("partner", "0d partner"):
@@ -274,6 +282,8 @@ def elementwise(spec: OpSpec, dtype: str, tier: Tier) -> Iterator[Sample]:
     for i in tensors:
         if not operands[i].mask and tensors.index(i) > 0:
             choices += [(f"{operands[i].name} promotes", {i: v}) for v in ("partner", "0d partner")]
+            if dtype in UNHELD_0D:
+                choices.append((f"{operands[i].name} 0-d unheld", {i: "0d unheld"}))
     choices += [(f"{operands[i].name} omitted", {i: None}) for i in tensors if operands[i].optional]
     for label, choice in choices:
         every_pick = scalar_slots and (label == "walk" or (tier.name == "full" and label == "all 0-d"))

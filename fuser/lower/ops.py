@@ -775,9 +775,10 @@ POINTWISE_OPS: tuple[PointwiseOp, ...] = (
 
 # The ops whose CPU kernel takes a 0-dim second operand ("other") at its own value, in float32, where the
 # result is a half dtype (`iter.original_scalar_value`: a "CPU scalar"); elsewhere a 0-dim operand of another
-# dtype is rounded to the half dtype first. Measured on torch 2.13's CPU kernels (session 36, docs/fuzz.md):
-# add, sub, atan2 and pow round it; mul and div do not.
-CPU_SCALAR_OTHER = frozenset({"mul", "div"})
+# dtype is rounded to the half dtype first. Measured on torch 2.13's CPU kernels (docs/fuzz.md): mul and
+# div (session 36), div with a rounding mode and floor_divide (session 37, found by the conformance suite's
+# unheld 0-d sample) take it at its value; every other binary op probed rounds it (tools/probes/cpu_scalar_other.py).
+CPU_SCALAR_OTHER = frozenset({"mul", "div", "div_mode", "floor_divide"})
 
 VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp("view", ("view.default", "_unsafe_view.default", "reshape.default")),

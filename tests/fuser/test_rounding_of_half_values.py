@@ -42,7 +42,7 @@ def test_a_0dim_float32_divisor_or_factor_of_a_half_tensor_is_taken_as_eager_tak
     # every other path rounds it to the half dtype first: 3 / 1e5 is 3e-05 there, not 3 / inf = 0. Found by
     # the fuzzer in the default configuration (docs/fuzz.md, session 36); fused, it was 0 before the fix.
     def program(x, y):
-        return x / y, x * y, x + y, y * x
+        return x / y, x * y, x + y, y * x, torch.div(x, y, rounding_mode="floor"), torch.floor_divide(x, y)
 
     for dtype in (torch.float16, torch.bfloat16):
         x = torch.tensor([3.0, -0.5, 1000.0], dtype=dtype, device=device)
@@ -54,3 +54,20 @@ def test_a_0dim_float32_divisor_or_factor_of_a_half_tensor_is_taken_as_eager_tak
             assert fuser.counters()["kernels_launched"] > launched
             for e, c in zip(eager, compiled, strict=True):
                 torch.testing.assert_close(c, e, atol=0, rtol=0, equal_nan=True)
+
+
+def test_sigmoid_backward_of_mixed_half_operands_computes_in_their_common_dtype(device):
+    # A float16 gradient beside a bfloat16 output gives a float32 result, which eager's kernel computes in
+    # float32; the fuser's decomposition rounded 1 - y to bfloat16 first, 153 float32 ulps off (found by the
+    # conformance suite's float16 full tier, session 37).
+    def program(grad, y):
+        return torch.ops.aten.sigmoid_backward(grad, y)
+
+    generator = torch.Generator().manual_seed(0)
+    for grad_dtype, y_dtype in ((torch.float16, torch.bfloat16), (torch.bfloat16, torch.bfloat16)):
+        grad = (torch.randn(37, 7, generator=generator) * 3).to(grad_dtype).to(device)
+        y = torch.rand(37, 7, generator=generator).to(y_dtype).to(device)
+        launched = fuser.counters()["kernels_launched"]
+        compiled = torch.compile(program, backend="fuser")(grad, y)
+        assert fuser.counters()["kernels_launched"] > launched
+        torch.testing.assert_close(compiled, program(grad, y), atol=0, rtol=0)
