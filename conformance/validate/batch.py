@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from conformance.fuzz.strategies import eager_dtypes
+from conformance.harness import cores
 from conformance.harness.report import CaseResult, case_from_json
 from conformance.plugin import cases, full_tier_command
 from conformance.validate import PROXIES, Verdict, specs_for, verdict_from, worker_count
@@ -198,7 +199,7 @@ def fuzz_group_runner(
     gpus = torch.cuda.device_count() if args.device == "cuda" else 0
 
     def run(group: tuple[str, ...]) -> dict[str, FuzzStage]:
-        env = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // workers))}
+        env = {"OMP_NUM_THREADS": str(cores.share(workers))}
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = str(groups.index(group) % gpus)
         log = args.logs / f"fuzz-{group[0]}-and-{len(group) - 1}.log"

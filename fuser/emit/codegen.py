@@ -430,6 +430,8 @@ class Builder:
         wants = operand_dtypes(op, bound, out.dtype)
         operands = []
         common = common_dtype(op, bound)
+        # Eager's CPU kernel for this op takes a 0-dim `other` as a CPU scalar, at its own value.
+        cpu_scalar_other = op.name in CPU_SCALAR_OTHER and self.kernel.device.type == "cpu"
         for (arg_name, typing), want in zip(op.operands, wants, strict=True):
             arg = bound[arg_name]
             if arg is None:
@@ -444,12 +446,7 @@ class Builder:
                 # dtype: eager rounds it to that dtype first, then computes widened (found by the fuzzer),
                 # except where its CPU kernel takes the operand as a CPU scalar (`CPU_SCALAR_OTHER`).
                 promoted = {Typing.COMMON: common, Typing.OUT: out.dtype}.get(typing)
-                if (
-                    op.name in CPU_SCALAR_OTHER
-                    and arg_name == "other"
-                    and self.kernel.device.type == "cpu"
-                    and not meta(arg).shape
-                ):
+                if cpu_scalar_other and arg_name == "other" and not meta(arg).shape:
                     promoted = None
                 if promoted is not None and meta(arg).dtype != promoted != arithmetic_dtype(promoted):
                     name, held = self.cast(name, held, promoted), promoted
