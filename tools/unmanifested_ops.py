@@ -21,11 +21,7 @@ def main() -> None:
     parser.add_argument("--in-place", action="store_true", help="include in-place twins (ops named *_)")
     args = parser.parse_args()
     covered = read_entries(manifest_path(args.arch), args.arch)
-    ops = [
-        op
-        for op in SPECS
-        if op not in covered and (args.in_place or not op.split(".")[1].endswith("_"))
-    ]
+    ops = [op for op in SPECS if op not in covered and (args.in_place or not op.split(".")[1].endswith("_"))]
     print(",".join(ops))
 
 
