@@ -5,13 +5,16 @@ checks what can be checked, per sample (`check`), and the runner adds what holds
 the result's shape and dtype are eager's, and the compiled program gives the same values again under
 the same `torch.manual_seed` (eager's promise, which a backend must keep for a training run to be
 reproducible). The statistical checks allow five standard deviations, and only run on samples of at
-least `STATISTICS` elements (a false alarm about once in 3.5 million checks). Dropout's are exact:
+least `STATISTICS` elements (a false alarm about once in 3.5 million checks); a uniform draw's mean is
+eager's own on that device and dtype, not the range's middle (eager draws half dtypes from a grid).
+Dropout's are exact:
 every element is 0 or x / (1 - p), the gradient uses the same mask as the forward, and the fraction
 kept is 1 - p.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -106,10 +109,28 @@ def uniform_check(low: float, high: float) -> Callable:
             return f"values outside [{low}, {high}]: min {values.min().item()}, max {values.max().item()}"
         if values.numel() < STATISTICS:
             return ""
-        sigma = (high - low) / math.sqrt(12 * values.numel())
-        return _within("mean", values.mean().item(), (low + high) / 2, sigma)
+        expected, reference_error = eager_uniform_mean(low, high, output.dtype, output.device)
+        sigma = math.hypot((high - low) / math.sqrt(12 * values.numel()), reference_error)
+        return _within("mean", values.mean().item(), expected, sigma)
 
     return check
+
+
+REFERENCE_DRAWS = 1 << 24  # eager's own draws that a uniform mean is judged against
+
+
+@functools.cache
+def eager_uniform_mean(
+    low: float, high: float, dtype: torch.dtype, device: torch.device
+) -> tuple[float, float]:
+    """The mean of eager's uniform draws in `dtype` on `device`, and its standard error. Not (low + high) / 2
+    for a half dtype: eager's CPU draws bfloat16 from the grid k / 2^8 (so rand's mean is 0.498, 6.6 sigma
+    from 0.5 at the full tier's 1.4 million elements), and rounding a draw to the dtype moves it again.
+    Drawn from a generator of its own, so the program's draws under `torch.manual_seed` are not disturbed."""
+    generator = torch.Generator(device=device).manual_seed(0)
+    draws = torch.empty(REFERENCE_DRAWS, dtype=dtype, device=device).uniform_(low, high, generator=generator)
+    draws = draws.double()
+    return draws.mean().item(), draws.std().item() / math.sqrt(REFERENCE_DRAWS)
 
 
 def normal_check(sample, output, grads, grad_outputs) -> str:
