@@ -22,14 +22,25 @@ TORCH = os.environ.get("FUSER_TORCH", "torch==2.13.0")
 TORCHVISION = os.environ.get("FUSER_TORCHVISION", "torchvision==0.28.*")
 
 
+def workers(variable: str) -> str:
+    """pytest-xdist workers: `variable`'s value if set, else one per core this process may run on, and no
+    more than one per 3 GiB of memory (a worker running the zoo's models peaks at 1.2 GiB, and some tests
+    start processes of their own). Two on CI's 2-core machine; a workstation's cores all work."""
+    if variable in os.environ:
+        return os.environ[variable]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return str(max(1, min(cores, int(memory_gib // 3))))
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the fuser's tests (CPU tensors run the generated kernels in Triton's interpreter)."""
     session.install(TORCH, TORCHVISION)
     session.install("-e", ".[test,perf,zoo]")
     # --durations: CI's log lists the slowest tests, where its minutes go (it runs close to its budget).
-    workers = os.environ.get("FUSER_TEST_WORKERS", "2")
-    session.run("pytest", "-n", workers, "--durations=15", *session.posargs, env={"FUSER_STRICT": "1"})
+    spread = ["-n", workers("FUSER_TEST_WORKERS")]
+    session.run("pytest", *spread, "--durations=15", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session
@@ -39,8 +50,8 @@ def tests_oldest_triton(session: nox.Session) -> None:
     (docs/validation.md, session 11). On demand, not in CI: one more Triton wheel to fetch."""
     session.install(TORCH, "triton==3.6.0")
     session.install("-e", ".[test]")
-    workers = os.environ.get("FUSER_TEST_WORKERS", "2")
-    session.run("pytest", "-n", workers, "tests/fuser", *session.posargs, env={"FUSER_STRICT": "1"})
+    spread = ["-n", workers("FUSER_TEST_WORKERS")]
+    session.run("pytest", *spread, "tests/fuser", *session.posargs, env={"FUSER_STRICT": "1"})
 
 
 @nox.session
@@ -53,7 +64,7 @@ def conformance(session: nox.Session) -> None:
     options = list(session.posargs)
     # One op runs in seconds on one process; the whole suite spreads over the machine's workers.
     given = {option.partition("=")[0] for option in options}
-    workers = [] if "--conformance-op" in given else ["-n", os.environ.get("CONFORMANCE_WORKERS", "2")]
+    spread = [] if "--conformance-op" in given else ["-n", workers("CONFORMANCE_WORKERS")]
     tiers = (
         [[]] if "--conformance-tier" in given else [["--conformance-tier", t] for t in ("quick", "models")]
     )
@@ -63,7 +74,7 @@ def conformance(session: nox.Session) -> None:
             "conformance/",
             "-p",
             "no:benchmark",
-            *workers,
+            *spread,
             "--conformance-report",
             os.environ.get("CONFORMANCE_REPORT_DIR", "reports/conformance"),
             *tier,
