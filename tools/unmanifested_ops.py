@@ -18,10 +18,11 @@ from fuser.validate.validation import manifest_path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", required=True, help="a manifest's architecture: cpu, sm_90, ...")
-    parser.add_argument("--in-place", action="store_true", help="include in-place twins (ops named *_)")
+    parser.add_argument("--in-place", action="store_true", help="include in-place twins")
     args = parser.parse_args()
     covered = read_entries(manifest_path(args.arch), args.arch)
-    ops = [op for op in SPECS if op not in covered and (args.in_place or not op.split(".")[1].endswith("_"))]
+    # In-place twins are the catalog's "inplace" category, as its overload counts read them.
+    ops = [op for op, s in SPECS.items() if op not in covered and (args.in_place or s.category != "inplace")]
     print(",".join(ops))
 
 
