@@ -13,9 +13,15 @@ import os
 import torch
 
 
+def available() -> int:
+    """The cores this process may run on (its affinity, where the OS has one: a container or a `taskset`
+    may allow fewer than the machine has). The noxfile counts them the same way for its workers."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def share(workers: int) -> int:
     """The threads each of `workers` processes takes."""
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+    return max(1, available() // max(1, workers))
 
 
 def take_share(workers: int, *, for_children: bool = False) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from conformance.harness import report
+from conformance.harness import cores, report
 from conformance.plugin import cases, full_tier_command, rerun_command
 from conformance.specs.caseid import DTYPES
 from conformance.specs.catalog import SPECS
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def worker_count(workers: str) -> int:
-    return os.cpu_count() or 1 if workers == "auto" else int(workers)
+    return cores.available() if workers == "auto" else int(workers)
 
 
 def validate_each(ops: list[str], args: argparse.Namespace, finish) -> list[Verdict]:
