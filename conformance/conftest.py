@@ -17,3 +17,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from conformance.harness.collector import tune_for_compiling
 
     tune_for_compiling()
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    from conformance.harness.collector import collect_if_grown
+
+    collect_if_grown()  # the tuned collector's full passes are rare; large garbage must not pile up

@@ -395,11 +395,14 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
     if not same_structure(meta, output):
         raise ValueError("eager and PyTorch's meta function disagree on the result's dtype or shape")
     expected = Expected(sample, program, output, inputs, None)
+    grad_outputs = None
     if backward:
         outputs = floating_outputs(output)
-        expected.grad_outputs = grad_outputs_for(outputs, seed)
-        expected.grads = gradients(outputs, inputs, expected.grad_outputs)
+        expected.grad_outputs = grad_outputs = grad_outputs_for(outputs, seed)
+        expected.grads = gradients(outputs, inputs, grad_outputs)
 
+    # run_reference must not refer to `expected`: `expected.perturbed` keeps it, and the cycle would hold
+    # every sample's tensors until a full collection, which the tuned collector (collector.py) makes rare.
     def run_reference() -> tuple:
         """Forward, the reference is float64's exact answer (the oracle rounds it where it needs to);
         backward, the gradients of the program as it rounds (see `Program`)."""
@@ -409,7 +412,7 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
         widened = fresh_inputs(
             program.inputs, widen=spec.combine is None or backward, grad=backward, frozen=program.frozen
         )
-        result, grads = float64_reference(lambda *xs: reference(*xs)[0], widened, expected.grad_outputs)
+        result, grads = float64_reference(lambda *xs: reference(*xs)[0], widened, grad_outputs)
         return result, widened, grads
 
     try:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.harness.collector import tune_for_compiling
+from conformance.harness.collector import collect_if_grown, tune_for_compiling
 from conformance.harness.runner import resolve_backend
 from conformance.zoo import deps
 
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             for precision in args.precision:
                 start = time.perf_counter()
                 result = check_model(zoo, compiler, precision, args.device, train_steps=args.steps)
+                collect_if_grown()
                 result.backend = backend
                 results.append(result)
                 verdict = "pass" if result.ok else f"FAIL: {result.problem}"
