@@ -29,6 +29,7 @@ from conformance.fuzz.program import Program
 from conformance.fuzz.repro import write_repro
 from conformance.fuzz.strategies import calls, programs, smaller
 from conformance.fuzz.vocab import VOCABULARY, FuzzOp
+from conformance.harness.collector import collect_if_grown
 
 PROFILES: dict[str, dict] = {
     "ci": {"max_examples": 500, "database": None},
@@ -168,6 +169,7 @@ def fuzz(
     known: dict[str, Outcome] = {}  # by program key: the shrinker redraws many programs it has seen
 
     def one(program: Program | None) -> None:
+        collect_if_grown()  # the tuned collector (tune_for_compiling) runs full passes rarely
         if program is None:
             report.counts["unresolved"] += 1
             hypothesis.reject()
