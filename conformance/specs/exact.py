@@ -1,5 +1,12 @@
 """Exact float64 stand-ins for the reference program, where eager's own float64 kernel is not exact.
 
+var_mean: eager's kernels update a running mean (Welford), which in float64 leaves a residue where the
+exact mean is 0: a row of 1.5e19 and -1.5e19 has mean 0, and eager gives 512 in float32 and in float64
+alike. Under `into_reduction`'s max that residue is the whole answer (512 where the row's true maximum mean
+is 3.5), so a backend that summed exactly failed against both (the fuser's CPU moments, summed in double;
+found by the full tier, session 39). Here the mean is the sum over the count and the variance is summed
+about it (two passes), in float64; the gradients are autograd's through them.
+
 eager's vectorized CPU fmod computes a - trunc(a / b) * b, which is nan wherever |a / b| passes the
 dtype's range (a float32 3.4e38 over a float64 subnormal, in float64), where C's fmod, eager's scalar loop
 and CUDA give the exact remainder. The reference ran that same kernel, so it was nan too, and a backend
@@ -69,3 +76,12 @@ def reference_for(overload: torch._ops.OpOverload, inplace: bool) -> Callable | 
         return None
     called = getattr(getattr(torch.ops.aten, f"{packet}_" if inplace else packet), overload._overloadname)
     return _exactly(called, packet == "remainder", inplace)
+
+
+def var_mean(x: torch.Tensor, dim=None, *, correction=None, keepdim: bool = False) -> tuple:
+    """aten.var_mean.correction in two passes: the mean a sum over the count, the variance about it."""
+    mean = torch.mean(x, dim=dim, keepdim=True)
+    count = x.numel() // max(mean.numel(), 1)
+    divisor = max(count - (1 if correction is None else correction), 0)  # ATen's: 0 gives inf or nan
+    var = torch.sum((x - mean) ** 2, dim=dim, keepdim=keepdim) / divisor
+    return var, torch.mean(x, dim=dim, keepdim=keepdim)

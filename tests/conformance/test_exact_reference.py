@@ -5,6 +5,7 @@ backend giving the exact remainder failed against both (docs/conformance.md, ses
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -57,3 +58,53 @@ def test_values_and_gradients_match_eager_where_eager_is_exact(name):
     assert all(torch.equal(x, y) for x, y in zip(
         torch.autograd.grad(result, (a, b), seed), torch.autograd.grad(eager, (a, b), seed), strict=True
     ))  # fmt: skip
+
+
+# var_mean's reference: eager's running (Welford) mean leaves a residue where the exact mean is 0, and
+# gives nan where an inf meets another element; the two-pass reference gives 0 and inf.
+ROWS = torch.tensor([[1.5e19, -1.5e19] * 5, [3.0, 4.0] * 5, [1.0, float("inf"), 2.0] + [0.0] * 7])
+
+
+def var_mean_reference(x, **kwargs):
+    return Program(
+        SPECS["aten.var_mean.correction"], "alone", [Sample((x,), kwargs, "")], reference=True
+    ).function()(x)[0]
+
+
+def test_the_var_mean_reference_sums_its_mean():
+    x = ROWS.double()
+    eager_var, eager_mean = torch.var_mean(x, dim=[-1])
+    assert eager_mean[0] != 0 and eager_mean[2].isnan()  # what the oracle compared against before
+    var, mean = var_mean_reference(x.clone(), dim=[-1])
+    assert mean.tolist()[:2] == [0.0, 3.5] and mean[2] == float("inf")
+    torch.testing.assert_close(var[:2], eager_var[:2], rtol=1e-15, atol=0)
+    assert var[2].isnan()  # eager's too: inf - inf about the mean
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"dim": [0, 2], "keepdim": True}, {"dim": [-1], "correction": 0}, {"dim": None, "correction": 2}],
+)
+def test_the_var_mean_reference_matches_eager_on_plain_values(kwargs):
+    torch.manual_seed(0)
+    x = torch.randn(4, 5, 6, dtype=torch.float64, requires_grad=True)
+    var, mean = var_mean_reference(x, **kwargs)
+    eager_var, eager_mean = torch.var_mean(x, **kwargs)
+    torch.testing.assert_close((var, mean), (eager_var, eager_mean), rtol=1e-14, atol=1e-15)
+    seeds = (torch.randn_like(var), torch.randn_like(mean))
+    grads = torch.autograd.grad((var, mean), x, seeds)
+    torch.testing.assert_close(
+        grads, torch.autograd.grad((eager_var, eager_mean), x, seeds), rtol=1e-13, atol=0
+    )
+
+
+@pytest.mark.parametrize("shape, dim", [((), None), ((0, 7), [-1]), ((5, 0), [-1]), ((1,), [-1])])
+def test_the_var_mean_reference_has_eager_s_shapes_and_empty_rows(shape, dim):
+    x = torch.ones(shape, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager warns of zero degrees of freedom
+        expected = torch.var_mean(x, dim=dim)
+    got = var_mean_reference(x, dim=dim)
+    for a, b in zip(got, expected, strict=True):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, equal_nan=True)
