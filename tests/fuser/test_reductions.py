@@ -573,3 +573,18 @@ def test_only_the_moment_ops_compute_in_double_on_the_cpu(device):
     }
     in_double = {name for name, p in programs.items() if "float64" in "\n".join(fuser.explain(p, x).sources)}
     assert in_double == ({"var"} if device == "cpu" else set())
+
+
+def test_group_norm_of_one_element_groups_keeps_the_bias_exact(device):
+    # One element a group: its variance is 0 and rstd = 1 / sqrt(eps) = 316. The stock CPU decomposition's
+    # scale-and-shift form, x * (rstd * w) + (b - mean * rstd * w), cancelled two terms of that size: 3x
+    # eager's error (the full tier's group_norm into_reduction case). Normalized first, the output is b.
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(shape, device=device) * 3 for shape in ((37, 7), (7,), (7,)))
+
+    def program(x, w, b):
+        return F.group_norm(x, 7, w, b)
+
+    compiled = torch.compile(program, backend="fuser")(x, w, b)
+    exact = program(x.double(), w.double(), b.double())
+    assert (compiled.double() - exact).abs().max() < 1e-6
