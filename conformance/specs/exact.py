@@ -5,7 +5,8 @@ exact mean is 0: a row of 1.5e19 and -1.5e19 has mean 0, and eager gives 512 in 
 alike. Under `into_reduction`'s max that residue is the whole answer (512 where the row's true maximum mean
 is 3.5), so a backend that summed exactly failed against both (the fuser's CPU moments, summed in double;
 found by the full tier, session 39). Here the mean is the sum over the count and the variance is summed
-about it (two passes), in float64; the gradients are autograd's through them.
+about it (two passes), in float64; the gradients are autograd's through them. native_group_norm's saved
+mean comes from the same running mean: its reference normalizes each group the same way.
 
 eager's vectorized CPU fmod computes a - trunc(a / b) * b, which is nan wherever |a / b| passes the
 dtype's range (a float32 3.4e38 over a float64 subnormal, in float64), where C's fmod, eager's scalar loop
@@ -85,3 +86,22 @@ def var_mean(x: torch.Tensor, dim=None, *, correction=None, keepdim: bool = Fals
     divisor = max(count - (1 if correction is None else correction), 0)  # ATen's: 0 gives inf or nan
     var = torch.sum((x - mean) ** 2, dim=dim, keepdim=keepdim) / divisor
     return var, torch.mean(x, dim=dim, keepdim=keepdim)
+
+
+def native_group_norm(x, weight, bias, batch: int, channels: int, inner: int, groups: int, eps: float):
+    """aten.native_group_norm with two-pass moments: (out, mean, rstd) as eager returns them."""
+    count = channels // groups * inner
+    grouped = x.reshape(batch, groups, count)
+    if count == 0:  # eager's: mean 0 and rstd nan over an empty group
+        mean = grouped.new_zeros(batch, groups, 1)
+        rstd = torch.full_like(mean, float("nan"))
+    else:
+        mean = torch.mean(grouped, dim=-1, keepdim=True)
+        rstd = torch.rsqrt(torch.mean((grouped - mean) ** 2, dim=-1, keepdim=True) + eps)
+    out = ((grouped - mean) * rstd).reshape(x.shape)
+    per_channel = [1, channels] + [1] * (x.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out, mean.reshape(batch, groups), rstd.reshape(batch, groups)

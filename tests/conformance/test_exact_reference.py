@@ -5,6 +5,7 @@ backend giving the exact remainder failed against both (docs/conformance.md, ses
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -108,3 +109,37 @@ def test_the_var_mean_reference_has_eager_s_shapes_and_empty_rows(shape, dim):
     for a, b in zip(got, expected, strict=True):
         assert a.shape == b.shape
         torch.testing.assert_close(a, b, equal_nan=True)
+
+
+def group_norm_reference(*args):
+    spec = SPECS["aten.native_group_norm.default"]
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]  # the program's inputs
+    return Program(spec, "alone", [Sample(args, {}, "")], reference=True).function()(*tensors)[0]
+
+
+def test_the_group_norm_reference_sums_its_mean():
+    x = torch.tensor([[1.0, float("inf"), 2.0, 3.0]], dtype=torch.float64).reshape(1, 4, 1)
+    assert torch.ops.aten.native_group_norm(x, None, None, 1, 4, 1, 1, 1e-5)[1].isnan().all()  # eager's
+    _, mean, rstd = group_norm_reference(x, None, None, 1, 4, 1, 1, 1e-5)
+    assert mean.item() == float("inf") and rstd.isnan().all()
+
+
+@pytest.mark.parametrize("shape, groups", [((3, 6, 5), 2), ((2, 4), 4), ((3, 4, 0), 2), ((0, 4, 5), 2)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_the_group_norm_reference_matches_eager_on_plain_values(shape, groups, affine):
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+    n, c, inner = shape[0], shape[1], math.prod(shape[2:])
+    w, b = (torch.randn(c, dtype=torch.float64, requires_grad=True) if affine else None for _ in range(2))
+    args = (x, w, b, n, c, inner, groups, 1e-5)
+    got, expected = group_norm_reference(*args), torch.ops.aten.native_group_norm(*args)
+    torch.testing.assert_close(got, expected, rtol=1e-13, atol=1e-14, equal_nan=True)
+    if x.numel():
+        seeds = [torch.randn_like(t) for t in expected]
+        leaves = [t for t in (x, w, b) if t is not None]
+        torch.testing.assert_close(
+            torch.autograd.grad(got, leaves, seeds),
+            torch.autograd.grad(expected, leaves, seeds),
+            rtol=1e-12,
+            atol=1e-13,
+        )
