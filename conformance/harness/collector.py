@@ -12,7 +12,7 @@ Less often is a risk where cyclic garbage holds large buffers: a gen-2 pass then
 interpreter leaves each launch's CPU copies of its arguments in a cycle (`GridExecutor`'s closures), and
 a full-tier case on the CPU makes hundreds of megabytes of them; a long `--conformance-tier full` run
 reached 13-14 GB a worker and was killed. So the suite's processes call `collect_if_grown()` between
-units of work (each test, each zoo model): a full pass once the process's memory (resident, plus the
+units of work (each test, zoo model and fuzz program): a full pass once the process's memory (resident, plus the
 current GPU's allocated memory) has grown by `GROWTH_BYTES` since the last one. A pass costs about 0.1 s,
 too much after every quick-tier case, and nothing between passes.
 

@@ -85,19 +85,16 @@ def var_mean(x: torch.Tensor, dim=None, *, correction=None, keepdim: bool = Fals
     count = x.numel() // max(mean.numel(), 1)
     divisor = max(count - (1 if correction is None else correction), 0)  # ATen's: 0 gives inf or nan
     var = torch.sum((x - mean) ** 2, dim=dim, keepdim=keepdim) / divisor
-    return var, torch.mean(x, dim=dim, keepdim=keepdim)
+    return var, mean.reshape(var.shape)
 
 
 def native_group_norm(x, weight, bias, batch: int, channels: int, inner: int, groups: int, eps: float):
     """aten.native_group_norm with two-pass moments: (out, mean, rstd) as eager returns them."""
-    count = channels // groups * inner
-    grouped = x.reshape(batch, groups, count)
-    if count == 0:  # eager's: mean 0 and rstd nan over an empty group
-        mean = grouped.new_zeros(batch, groups, 1)
-        rstd = torch.full_like(mean, float("nan"))
-    else:
-        mean = torch.mean(grouped, dim=-1, keepdim=True)
-        rstd = torch.rsqrt(torch.mean((grouped - mean) ** 2, dim=-1, keepdim=True) + eps)
+    grouped = x.reshape(batch, groups, channels // groups * inner)
+    var, mean = var_mean(grouped, dim=-1, correction=0, keepdim=True)
+    if grouped.shape[-1] == 0:
+        mean = torch.zeros_like(mean)  # eager's mean over an empty group (its rstd is nan, as 0 / 0 gives)
+    rstd = torch.rsqrt(var + eps)
     out = ((grouped - mean) * rstd).reshape(x.shape)
     per_channel = [1, channels] + [1] * (x.dim() - 2)
     if weight is not None:
