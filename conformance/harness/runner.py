@@ -417,7 +417,9 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
 
     try:
         expected.reference, expected.reference_inputs_after, expected.reference_grads = run_reference()
-    except Exception:
+    except Exception as error:
+        if spec.reference is not None:  # the spec's own reference is the suite's code: its error is a bug
+            raise RuntimeError(f"{spec.name}'s exact reference (spec.reference) failed: {error!r}") from error
         return expected  # no float64 kernel, or mixed dtypes float64 cannot take: no second opinion
     expected.perturbed = perturbation.perturbed(
         run_reference, perturbation.working_dtype([program.inputs, output])

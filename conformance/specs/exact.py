@@ -14,10 +14,17 @@ and CUDA give the exact remainder. The reference ran that same kernel, so it was
 that gave the exact remainder failed against both (docs/conformance.md). Here the value is C's fmod
 (NumPy's, exact in any dtype) and remainder ATen's definition on top of it; the gradients are eager's
 formulas, in float64.
+
+hardsigmoid, hardswish and hardsigmoid_backward: ATen's kernels (CUDA's forwards, and the backward on
+every device) multiply by one_sixth = 1.0f / 6.0f, a float32 constant, even in float64, so eager's float64
+answer is float32-accurate (hardsigmoid_backward(1, 0) = 0.1666666716337204). A backend that divides by 6
+(PyTorch's decompositions do) read as 1.8e8 float64 ulps off. Here the sixth is exact; the masks and the
+boundaries are eager's.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -67,15 +74,70 @@ def _exactly(op: Callable, floor: bool, inplace: bool) -> Callable:
     return reference
 
 
-def reference_for(overload: torch._ops.OpOverload, inplace: bool) -> Callable | None:
-    """The exact reference for fmod's and remainder's Tensor overloads (in place too), or None.
+def _sixth_inside(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """hardsigmoid's derivative times grad: a sixth where -3 < x < 3 (a nan x is outside), else 0."""
+    dtype = torch.result_type(grad, x)
+    return torch.where((x > -3) & (x < 3), grad.to(dtype) / 6, torch.zeros((), dtype=dtype))
 
-    Not for their Scalar overloads: eager reads a Scalar divisor in the tensor's dtype (0.1 as float32's
-    0.100000001), and the reference's widened tensor no longer says which dtype that was."""
+
+class _Hardsigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.clamp(x + 3, 0, 6) / 6
+
+    @staticmethod
+    def backward(ctx, seed):
+        (x,) = ctx.saved_tensors
+        return _sixth_inside(seed, x)
+
+
+class _Hardswish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.clamp(x + 3, 0, 6) / 6
+
+    @staticmethod
+    def backward(ctx, seed):  # eager's: its constants (x / 3 + 0.5) are exact
+        (x,) = ctx.saved_tensors
+        return torch.ops.aten.hardswish_backward(seed, x)
+
+
+# hardsigmoid_backward is specified forward only (a backward op): `_sixth_inside` itself.
+SIXTHS = {
+    "hardsigmoid": _Hardsigmoid.apply,
+    "hardswish": _Hardswish.apply,
+    "hardsigmoid_backward": _sixth_inside,
+}
+
+
+def _with_exact_sixth(op: Callable, function: Callable, inplace: bool) -> Callable:
+    def reference(*tensors):
+        if not functools.reduce(torch.promote_types, (t.dtype for t in tensors)).is_floating_point:
+            return op(
+                *tensors
+            )  # eager's error for an integer result; an integer grad beside a float x is exact
+        if inplace:
+            return tensors[0].copy_(function(*tensors))
+        return function(*tensors)
+
+    return reference
+
+
+def reference_for(overload: torch._ops.OpOverload, inplace: bool) -> Callable | None:
+    """The exact reference of an op whose eager float64 kernel is not exact, in place too; else None.
+
+    fmod's and remainder's Tensor overloads, not their Scalar ones: eager reads a Scalar divisor in the
+    tensor's dtype (0.1 as float32's 0.100000001), and the reference's widened tensor no longer says which
+    dtype that was. hardsigmoid, hardswish and hardsigmoid_backward."""
     packet = overload._schema.name.split("::")[1].rstrip("_")
-    if packet not in ("fmod", "remainder") or overload._overloadname != "Tensor":
+    exact = SIXTHS.get(packet) if overload._overloadname == "default" else None
+    if exact is None and (packet not in ("fmod", "remainder") or overload._overloadname != "Tensor"):
         return None
     called = getattr(getattr(torch.ops.aten, f"{packet}_" if inplace else packet), overload._overloadname)
+    if exact is not None:
+        return _with_exact_sixth(called, exact, inplace)
     return _exactly(called, packet == "remainder", inplace)
 
 

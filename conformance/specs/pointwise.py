@@ -219,6 +219,7 @@ def pointwise_specs() -> list[OpSpec]:
                 dtypes=tuple(d for d in DTYPES if DTYPES[d].is_floating_point),
                 variants=tuple(VARIANTS.get(packet, [{}])),
                 **_unspecified(packet),
+                reference=exact.reference_for(getattr(torch.ops.aten, packet).default, inplace=False),
             )
         )
     return specs

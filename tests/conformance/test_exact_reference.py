@@ -143,3 +143,78 @@ def test_the_group_norm_reference_matches_eager_on_plain_values(shape, groups, a
             rtol=1e-12,
             atol=1e-13,
         )
+
+
+# hardsigmoid's family: ATen multiplies by one_sixth = 1.0f / 6.0f, a float32 constant, in float64 too (the
+# backward on every device, the forwards on CUDA); the reference's sixth is exact, its masks eager's.
+X = torch.tensor(
+    [-4.0, -3.0, -1.5, 0.0, 1.0, 3.0, 4.5, float("inf"), -float("inf"), float("nan")], dtype=torch.float64
+)
+G = torch.linspace(-2.0, 3.0, len(X), dtype=torch.float64)
+
+
+def sixth_reference(op: str, *tensors):
+    sample = Sample(tensors, {}, "")
+    return Program(SPECS[op], "alone", [sample], reference=True).function()(*tensors)[0]
+
+
+def test_the_hardsigmoid_backward_reference_multiplies_by_an_exact_sixth():
+    eager = torch.ops.aten.hardsigmoid_backward(G, X)
+    exact = torch.where((X > -3) & (X < 3), G / 6, 0.0)
+    assert not torch.equal(eager, exact)  # eager's float32 sixth: what the oracle compared against before
+    assert torch.equal(sixth_reference("aten.hardsigmoid_backward.default", G, X), exact)
+    torch.testing.assert_close(eager, exact, rtol=1e-7, atol=0)  # the same masks: ±3 and nan give 0
+
+
+def test_an_integer_grad_beside_a_float64_x_gets_the_exact_sixth_too():
+    """The promotion sample (an int64 grad, a 0-d float64 x) gives a float64 result: only an integer
+    result takes eager's op (its error); the full tier found the reference falling back on any integer."""
+    grad = torch.arange(-3, 4)
+    exact = grad.double() / 6
+    assert torch.equal(
+        sixth_reference("aten.hardsigmoid_backward.default", grad, torch.tensor(0.5, dtype=torch.float64)),
+        exact,
+    )
+
+
+@pytest.mark.parametrize("op", ["hardsigmoid", "hardswish"])
+def test_the_hardsigmoid_and_hardswish_references_match_eager_s_values_and_gradients(op):
+    x = torch.cat([X, torch.randn(50, dtype=torch.float64) * 4]).requires_grad_()
+    result = sixth_reference(f"aten.{op}.default", x)
+    eager = getattr(torch.ops.aten, op)(x)
+    torch.testing.assert_close(
+        result, eager, rtol=1e-15, atol=0, equal_nan=True
+    )  # eager's CPU sixth is exact
+    seed = torch.randn_like(result)
+    (grad,) = torch.autograd.grad(result, x, seed)
+    (eager_grad,) = torch.autograd.grad(eager, x, seed)
+    # hardsigmoid's gradient is exact here, eager's float32-accurate; the zeros at ±3 and nan are the same.
+    torch.testing.assert_close(grad, eager_grad, rtol=1e-7, atol=0, equal_nan=True)
+    assert torch.equal(grad == 0, eager_grad == 0)
+    if op == "hardsigmoid":
+        assert torch.equal(grad, torch.where((x > -3) & (x < 3), seed / 6, 0.0))
+
+
+def test_the_in_place_hardsigmoid_reference_writes_the_exact_values():
+    target = X.clone()
+    sixth_reference("aten.hardsigmoid_.default", target)
+    torch.testing.assert_close(target, torch.clamp(X + 3, 0, 6) / 6, rtol=0, atol=0, equal_nan=True)
+
+
+def test_an_exact_reference_that_raises_fails_the_case_instead_of_dropping_the_reference():
+    """Eager's float64 kernel may be missing (no second opinion then), but a spec's own reference is the
+    suite's code: a bug in it (the hardsigmoid family's first version called torch.result_type with one
+    tensor) left every case without its float64 reference, silently."""
+    from conformance.harness.runner import expect
+
+    def broken(*tensors):
+        raise TypeError("a bug in the reference")
+
+    spec = dataclasses.replace(SPECS["aten.hardsigmoid.default"], reference=broken)
+    sample = Sample((X.float(),), {}, "")
+    with pytest.raises(RuntimeError, match=r"hardsigmoid.default's exact reference .*a bug in the reference"):
+        expect(spec, "alone", sample, backward=False, seed=0)
+    assert (
+        expect(SPECS["aten.hardsigmoid.default"], "alone", sample, backward=False, seed=0).reference
+        is not None
+    )

@@ -6,7 +6,9 @@
 # tools/merge_reports.py merges the shards' reports.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-ops=$(python3 tools/unmanifested_ops.py --arch sm_90) || exit 1
+source tools/gpu/lib.sh
+gpu_setup  # the carried wheels first: listing the ops imports the suite, which needs jsonschema
+ops=$("$PYTHON" tools/unmanifested_ops.py --arch sm_90) || exit 1
 echo "$(tr ',' '\n' <<<"$ops" | wc -l) ops no sm_90 entry covers (in-place twins left out)"
 root=$OUT
 for k in ${SHARDS:?SHARDS names the shards to run, e.g. \"1 2\"}; do
