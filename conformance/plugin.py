@@ -7,7 +7,9 @@ Options, all named `--conformance-*` so they cannot collide with a project's own
 `--conformance-device` (cpu, cuda), `--conformance-op`, `--conformance-dtype`, `--conformance-context`,
 `--conformance-direction` (each repeatable or comma-separated), `--conformance-tier` (quick for a pull
 request, full, models), `--conformance-shard K/N`, `--conformance-ledger FILE`,
-`--conformance-case-time-limit S` and `--conformance-report DIR` (JSON + Markdown written there).
+`--conformance-case-time-limit S`, `--conformance-report DIR` (JSON + Markdown written there) and
+`--conformance-resume REPORT` (an earlier run's report, .json or .json.gz: the cases it passed or xfailed
+are not run again, so a run cut short by a machine's time limit goes on where it stopped).
 
 The plugin parametrizes `conformance/test_ops.py` with one case per op x dtype x context x direction
 that the tier selects, marks the cases the ledger expects to fail as strict xfails (one that passes
@@ -20,6 +22,8 @@ reported as `not_validated`, apart from failures and passes.
 from __future__ import annotations
 
 import datetime
+import gzip
+import json
 import shlex
 import sys
 from collections.abc import Callable
@@ -40,6 +44,7 @@ from conformance.specs.catalog import SPECS, overload_counts
 from conformance.specs.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
+FINISHED = pytest.StashKey[set]()  # the cases --conformance-resume's reports passed
 PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's tests
 # Ten times the slowest case seen on two CPU cores (about 60 s): only a case that hangs reaches it.
 DEFAULT_CASE_TIME_LIMIT_S = 600.0
@@ -70,6 +75,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         option("shard"), default=None, help="K/N: only the K-th of N equal shares of the ops (1-based)"
     )
     group.addoption("--conformance-report", default=None, help="directory for the JSON and Markdown report")
+    group.addoption(
+        option("resume"),
+        action="append",
+        default=[],
+        help="an earlier run's report (.json or .json.gz): its passed and xfailed cases are not run again (repeatable)",
+    )
     group.addoption(option("ledger"), default=None, help="expected-failures file (default: the packaged one)")
     group.addoption(
         option("case_time_limit"),
@@ -123,6 +134,26 @@ def selection(config: pytest.Config) -> Selection:
         directions=_listed(config, "direction", DIRECTIONS),
         shard=_shard(get(config, "shard")),
     )
+
+
+def finished_cases(paths: list[str], tier: str) -> set[CaseKey]:
+    """The cases that passed or xfailed in earlier reports of this tier (a failed one runs again)."""
+    done = set()
+    for path in paths:
+        try:
+            data = json.loads((gzip.open if path.endswith(".gz") else open)(path, "rt").read())
+        except (OSError, ValueError) as error:
+            raise pytest.UsageError(f"{option('resume')} {path}: not a readable report ({error})") from None
+        if data.get("meta", {}).get("tier") != tier:
+            raise pytest.UsageError(
+                f"{option('resume')} {path}: a report of the {data.get('meta', {}).get('tier')!r} tier, not {tier!r}"
+            )
+        done |= {
+            report.case_from_json(case).key
+            for case in data["cases"]
+            if case["outcome"] in ("passed", "xfailed")
+        }
+    return done
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -179,7 +210,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"eager rejects every sample of these ops in every dtype on {chosen.device}, so they would "
             f"test nothing (a spec bug: check their variants and sample arguments): {', '.join(untested)}"
         )
-    params = []
+    params, done = [], config.stash[FINISHED]
+    resumed = 0
     ops = list(chosen.ops or SPECS)
     if chosen.shard:
         k, n = chosen.shard
@@ -192,6 +224,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 continue
             if chosen.directions and key.direction not in chosen.directions:
                 continue
+            if key in done:
+                resumed += 1
+                continue
             entry = ledger.match(key, chosen.tier)
             marks = (
                 [
@@ -203,6 +238,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 else []
             )
             params.append(pytest.param(key, id=key.test_id, marks=marks))
+    if not params and resumed:
+        raise pytest.UsageError(
+            f"all {resumed} cases of this selection passed in the {option('resume')} reports"
+        )
     if not params:
         # An empty selection would show as one skipped test: say why instead.
         raise pytest.UsageError(
@@ -284,6 +323,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"{option('case_time_limit')} {get(config, 'case_time_limit'):g}: seconds, 0 or more (0: no limit)"
         )
+    config.stash[FINISHED] = finished_cases(get(config, "resume"), chosen.tier)
     _share_machine(chosen.device, getattr(config, "workerinput", None))
 
 
