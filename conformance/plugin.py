@@ -44,7 +44,7 @@ from conformance.specs.catalog import SPECS, overload_counts
 from conformance.specs.tiers import OP_TIERS, TIER_NAMES, cases_for
 
 FIXTURE = "conformance_case"
-FINISHED = pytest.StashKey[set]()  # the cases --conformance-resume's reports passed
+FINISHED = pytest.StashKey[dict]()  # the cases --conformance-resume's reports passed, with their results
 PROGRAM_FILES = ("test_blocks.py", "test_optimizers.py")  # the `models` tier's tests
 # Ten times the slowest case seen on two CPU cores (about 60 s): only a case that hangs reaches it.
 DEFAULT_CASE_TIME_LIMIT_S = 600.0
@@ -136,9 +136,9 @@ def selection(config: pytest.Config) -> Selection:
     )
 
 
-def finished_cases(paths: list[str], tier: str) -> set[CaseKey]:
+def finished_cases(paths: list[str], tier: str) -> dict[CaseKey, CaseResult]:
     """The cases that passed or xfailed in earlier reports of this tier (a failed one runs again)."""
-    done = set()
+    done = {}
     for path in paths:
         try:
             data = json.loads((gzip.open if path.endswith(".gz") else open)(path, "rt").read())
@@ -148,11 +148,10 @@ def finished_cases(paths: list[str], tier: str) -> set[CaseKey]:
             raise pytest.UsageError(
                 f"{option('resume')} {path}: a report of the {data.get('meta', {}).get('tier')!r} tier, not {tier!r}"
             )
-        done |= {
-            report.case_from_json(case).key
-            for case in data["cases"]
-            if case["outcome"] in ("passed", "xfailed")
-        }
+        for case in data["cases"]:
+            if case["outcome"] in ("passed", "xfailed"):
+                result = report.case_from_json(case)
+                done[result.key] = result
     return done
 
 
@@ -180,6 +179,22 @@ def cases(op: str, tier: str, backend: str, device: str) -> list[CaseKey]:
     return cases_for(
         SPECS[op], _dtypes(op, device), tier, backend, device, lambda d: _has_backward(op, device, d)
     )
+
+
+def selected_cases(chosen: Selection) -> list[CaseKey]:
+    """The cases the options select, in the tier's order."""
+    ops = list(chosen.ops or SPECS)
+    if chosen.shard:
+        k, n = chosen.shard
+        ops = ops[k - 1 :: n]
+    return [
+        key
+        for op in ops
+        for key in cases(op, chosen.tier, chosen.backend, chosen.device)
+        if (not chosen.dtypes or key.dtype in chosen.dtypes)
+        and (not chosen.contexts or key.context in chosen.contexts)
+        and (not chosen.directions or key.direction in chosen.directions)
+    ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -212,32 +227,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     params, done = [], config.stash[FINISHED]
     resumed = 0
-    ops = list(chosen.ops or SPECS)
-    if chosen.shard:
-        k, n = chosen.shard
-        ops = ops[k - 1 :: n]
-    for op in ops:
-        for key in cases(op, chosen.tier, chosen.backend, chosen.device):
-            if chosen.dtypes and key.dtype not in chosen.dtypes:
-                continue
-            if chosen.contexts and key.context not in chosen.contexts:
-                continue
-            if chosen.directions and key.direction not in chosen.directions:
-                continue
-            if key in done:
-                resumed += 1
-                continue
-            entry = ledger.match(key, chosen.tier)
-            marks = (
-                [
-                    pytest.mark.xfail(
-                        reason=entry.reason, strict=not entry.outcome_varies, raises=AssertionError
-                    )
-                ]
-                if entry
-                else []
-            )
-            params.append(pytest.param(key, id=key.test_id, marks=marks))
+    for key in selected_cases(chosen):
+        if key in done:
+            resumed += 1
+            continue
+        entry = ledger.match(key, chosen.tier)
+        marks = (
+            [pytest.mark.xfail(reason=entry.reason, strict=not entry.outcome_varies, raises=AssertionError)]
+            if entry
+            else []
+        )
+        params.append(pytest.param(key, id=key.test_id, marks=marks))
     if not params and resumed:
         raise pytest.UsageError(
             f"all {resumed} cases of this selection passed in the {option('resume')} reports"
@@ -380,8 +380,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if not results:
         return
     chosen = selection(config)
+    done = config.stash[FINISHED]
+    # A resumed run's report holds the earlier reports' passes in its selection too: the whole run, which a
+    # later resume can start from again (nothing the earlier run found is lost by writing over its report).
+    carried = [done[key] for key in selected_cases(chosen) if key in done] if done else []
+    results = carried + results
     terminalreporter.section("conformance")
     terminalreporter.write_line(report.summary(results))
+    if carried:
+        terminalreporter.write_line(
+            f"of which {len(carried)} passed in the {option('resume')} reports, not run again"
+        )
     terminalreporter.write_line(report.known_line({"known": overload_counts()}))
     directory = config.getoption("conformance_report")
     if directory:
@@ -399,6 +408,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "workers": str(getattr(config.option, "numprocesses", None) or 1),
             "gpus": torch.cuda.device_count() if chosen.device == "cuda" else 0,
             "known": overload_counts(),
+            "resumed": {"from": get(config, "resume"), "cases": len(carried)},
         }
         json_path, md_path = report.write(results, meta, Path(directory))
         terminalreporter.write_line(f"report: {json_path} and {md_path}")
