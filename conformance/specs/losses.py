@@ -249,8 +249,10 @@ def multi_margin_calls(x, make) -> Calls:
         return []
     target = _classes(rows, make).clamp(min=0)
     c = rows.shape[1]
+    # Over no rows eager's mean and sum are whatever its output's memory held (0, then 6.9e-310 in one
+    # process: never written); without a reduction the empty result is an answer.
     return [
-        ((rows, target), {"reduction": 1}),
+        ((rows, target), {"reduction": 1 if rows.shape[0] else 0}),
         ((rows, target), {"p": 2, "weight": _weights(c, make), "reduction": 0}),
     ]
 

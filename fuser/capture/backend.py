@@ -22,6 +22,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from fuser.capture.autograd_pairs import split_pairs
 from fuser.capture.foreach import foreach_decompositions
+from fuser.capture.rewrites import rewrite
 from fuser.compiler import compile_graph
 from fuser.lower.ops import INDEXED_BY_OVERLOAD, POINTWISE_BY_OVERLOAD, SCATTER_BY_OVERLOAD, VIEW_BY_OVERLOAD
 from fuser.lower.reductions import REDUCTION_BY_OVERLOAD
@@ -271,7 +272,7 @@ def fuser_backend(
     forward = functools.partial(compile_graph, options=chosen)
     backward = functools.partial(compile_graph, options=chosen, backward=True)
     return aot_module_simplified(
-        graph_module,
+        rewrite(graph_module),
         example_inputs,
         fw_compiler=forward,
         bw_compiler=backward,
