@@ -36,3 +36,19 @@ def test_the_check_draws_its_reference_without_moving_the_program_s_generator():
     torch.manual_seed(5)
     uniform_check(0.0, 7.0)(None, draws, None, None)
     assert torch.equal(torch.rand(4), expected)
+
+
+def test_native_dropout_s_gradient_check_reads_past_a_nan_input_and_still_catches_a_missing_scale():
+    """from_reduction's amax sends nan back to a nan input (eager's gradient too: the full tier, session 41);
+    elsewhere the gradient must be the seed, masked and scaled."""
+    from conformance.specs.random import P, native_dropout_check
+    from conformance.specs.samples import Sample
+
+    x = torch.tensor([1.0, float("nan"), -2.0, 3.0, float("inf")])
+    mask = torch.tensor([True, True, False, True, True])
+    seed = torch.tensor([0.5, -1.0, 2.0, -3.0, 4.0])
+    right = seed * mask / (1 - P)
+    sample = Sample((x, P, True), {}, "")
+    through_amax = torch.where(x.isnan(), float("nan"), right)
+    assert native_dropout_check(sample, (x, mask), [through_amax], [seed]) == ""
+    assert "not scaled" in native_dropout_check(sample, (x, mask), [seed * mask], [seed])
