@@ -3,7 +3,8 @@
 # tools/unmanifested_ops.py), on CUDA in the default configuration, in shards so that the run can be
 # spread over device calls and resumed: SHARDS="1 2" OF=6 runs shards 1/6 and 2/6, each into $OUT/s<k>.
 #   SHARDS="1 2" OF=6 SHARD_S=270 OUT=$OUT bash tools/gpu/unmanifested_full_on_gpu.sh [--conformance-dtype float64 ...]
-# Further arguments go to pytest (a dtype or a direction: a slice sharded on its own).
+# Further arguments go to pytest (a dtype or a direction: a slice sharded on its own; --conformance-resume R,
+# once per earlier shard report, to go on where a cut shard stopped: records/gpu-h100-2026-12-07-s41.md).
 # tools/merge_reports.py merges the shards' reports.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
