@@ -20,6 +20,15 @@ every device) multiply by one_sixth = 1.0f / 6.0f, a float32 constant, even in f
 answer is float32-accurate (hardsigmoid_backward(1, 0) = 0.1666666716337204). A backend that divides by 6
 (PyTorch's decompositions do) read as 1.8e8 float64 ulps off. Here the sixth is exact; the masks and the
 boundaries are eager's.
+
+gelu_backward with approximate='tanh': its derivative holds 1 - tanh(u)^2, which cancels as tanh nears ±1, so
+the half ulp by which one tanh (SLEEF's, in ATen's vectorized CPU kernel) differs from another (glibc's in
+Triton's interpreter, CUDA's) grows to several ulps of the result, and eager's float64 kernel, being the
+reference, charged all of its own error to the backend: the fuser failed at 14 ulps from eager where eager was
+9.0 from the true value and the fuser 6.5 (the full tier's large sample, session 42). Here the formula is
+evaluated in NumPy's long double (x87's 64-bit significand on x86-64 Linux, 128-bit on aarch64 Linux; float64
+where the platform has nothing wider, which still avoids the cancellation), with ATen's float64 constants and
+1 - t^2 as (1 - t)(1 + t), then rounded to float64.
 """
 
 from __future__ import annotations
@@ -112,6 +121,28 @@ SIXTHS = {
 }
 
 
+_GELU_BETA = 0.7978845608028654  # ATen's kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, a double
+_GELU_KAPPA = 0.044715
+
+
+def _gelu_backward(grad: torch.Tensor, x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """gelu_backward; the tanh approximation's in long double (erf's is well conditioned: eager's)."""
+    dtype = torch.result_type(grad, x)
+    if approximate != "tanh" or not dtype.is_floating_point:
+        return torch.ops.aten.gelu_backward(grad, x, approximate=approximate)
+    g, v = (
+        t.detach().cpu().double().contiguous().numpy().astype(np.longdouble)
+        for t in torch.broadcast_tensors(grad, x)
+    )
+    beta, kappa = np.longdouble(_GELU_BETA), np.longdouble(_GELU_KAPPA)
+    with np.errstate(all="ignore"):  # inf and nan go through as eager's formula takes them
+        t = np.tanh(beta * (v + kappa * v * v * v))
+        inner_derivative = beta * (1 + 3 * kappa * v * v)
+        derivative = 0.5 * (1 + t) + 0.5 * v * ((1 - t) * (1 + t)) * inner_derivative
+        result = (g * derivative).astype(np.float64)
+    return torch.from_numpy(np.asarray(result)).to(dtype).to(x.device)
+
+
 def _with_exact_sixth(op: Callable, function: Callable, inplace: bool) -> Callable:
     def reference(*tensors):
         if not functools.reduce(torch.promote_types, (t.dtype for t in tensors)).is_floating_point:
@@ -130,8 +161,10 @@ def reference_for(overload: torch._ops.OpOverload, inplace: bool) -> Callable | 
 
     fmod's and remainder's Tensor overloads, not their Scalar ones: eager reads a Scalar divisor in the
     tensor's dtype (0.1 as float32's 0.100000001), and the reference's widened tensor no longer says which
-    dtype that was. hardsigmoid, hardswish and hardsigmoid_backward."""
+    dtype that was. hardsigmoid, hardswish and hardsigmoid_backward; gelu_backward's tanh approximation."""
     packet = overload._schema.name.split("::")[1].rstrip("_")
+    if packet == "gelu_backward" and not inplace:
+        return _gelu_backward
     exact = SIXTHS.get(packet) if overload._overloadname == "default" else None
     if exact is None and (packet not in ("fmod", "remainder") or overload._overloadname != "Tensor"):
         return None

@@ -218,3 +218,58 @@ def test_an_exact_reference_that_raises_fails_the_case_instead_of_dropping_the_r
         expect(SPECS["aten.hardsigmoid.default"], "alone", sample, backward=False, seed=0).reference
         is not None
     )
+
+
+# gelu_backward's tanh approximation: 1 - tanh(u)^2 cancels as tanh nears ±1, so a half-ulp difference
+# between two tanh implementations becomes several ulps of the result; eager's float64 kernel (the
+# reference before) was 21 ulps off the true value near |x| = 7.15 on this machine. The reference is
+# long double's.
+NEAR_SATURATION = torch.tensor(
+    [-7.146227117434515, 7.147479160548955, -2.5, -0.75, 0.0, 1.5, 4.0, 12.0], dtype=torch.float64
+)
+
+
+def gelu_tanh_derivative(x: float):
+    import mpmath
+
+    with mpmath.workprec(200):
+        beta, kappa, x = mpmath.mpf(0.7978845608028654), mpmath.mpf(0.044715), mpmath.mpf(x)
+        t = mpmath.tanh(beta * (x + kappa * x**3))
+        return float(0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x))
+
+
+def gelu_backward_reference(grad, x, **kwargs):
+    sample = Sample((grad, x), kwargs, "")
+    return Program(SPECS["aten.gelu_backward.default"], "alone", [sample], reference=True).function()(
+        grad, x
+    )[0]
+
+
+def test_the_gelu_backward_tanh_reference_is_within_an_ulp_of_the_true_derivative():
+    grad = torch.ones_like(NEAR_SATURATION)
+    got = gelu_backward_reference(grad, NEAR_SATURATION, approximate="tanh")
+    true = torch.tensor([gelu_tanh_derivative(v) for v in NEAR_SATURATION.tolist()], dtype=torch.float64)
+    ulp_of_one = torch.finfo(torch.float64).eps
+    assert ((got - true).abs() <= ulp_of_one).all(), (got - true) / ulp_of_one
+    # The formula's, not eager's: eager's float64 kernel is further off where tanh saturates.
+    eager = torch.ops.aten.gelu_backward(grad, NEAR_SATURATION, approximate="tanh")
+    assert ((eager - true).abs() / ulp_of_one).max() > ((got - true).abs() / ulp_of_one).max()
+
+
+def test_the_gelu_backward_reference_keeps_eager_s_nan_inf_and_the_erf_form():
+    x = torch.cat([X, torch.randn(40, dtype=torch.float64) * 3])
+    grad = torch.linspace(-3.0, 3.0, len(x), dtype=torch.float64)
+    got = gelu_backward_reference(grad, x, approximate="tanh")
+    eager = torch.ops.aten.gelu_backward(grad, x, approximate="tanh")
+    finite = eager.isfinite()
+    assert torch.equal(got.isnan()[finite], eager.isnan()[finite])
+    torch.testing.assert_close(got[finite], eager[finite], rtol=1e-14, atol=1e-14)
+    assert got[X.isnan().nonzero()].isnan().all()  # a nan x stays nan
+    # approximate='none' is well conditioned: eager's kernel is the reference, bit for bit.
+    torch.testing.assert_close(
+        gelu_backward_reference(grad, x),
+        torch.ops.aten.gelu_backward(grad, x),
+        rtol=0,
+        atol=0,
+        equal_nan=True,
+    )
