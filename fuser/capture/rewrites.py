@@ -3,13 +3,18 @@
 For an op whose PyTorch decomposition is registered at the Autograd key (`py_impl(DispatchKey.Autograd)`),
 AOTAutograd's tracing runs that decomposition before any decomposition table is consulted, so neither
 `decomposition_table` nor leaving the op to eager whole changes what the fuser gets. Where the stock
-decomposition computes differently from eager, the call is swapped here, in the graph Dynamo hands over.
+decomposition computes differently from eager, the call is swapped here, in the graph Dynamo hands over:
+for torch code that computes what eager does (multi_margin_loss), or for an opaque op that runs eager's
+kernels forward and backward (the resampling ops, which the fuser would not fuse anyway: conformance's
+"fallback" category).
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
+from torch._prims_common import suggest_memory_format
 from torch.nn import _reduction
 
 aten = torch.ops.aten
@@ -46,11 +51,111 @@ def _functional_multi_margin_loss(
     return _multi_margin_loss(x, target, p, margin, weight, _reduction.get_enum(reduction))
 
 
+def _opaque(name: str, forward, backward, aligned: bool):
+    """`forward` (a resampling op's .vec overload) as the opaque op `fuser::<name>`, its gradient the opaque
+    op `fuser::<name>_backward` running `backward`: eager's kernels, whole. Their decompositions (at the
+    Autograd key, so no table keeps them whole) weigh an infinite neighbour by 0 (0 * inf = nan where eager's
+    bilinear kernel reads the pixel alone), and the nearest-exact gradient missed rows on CUDA
+    (docs/conformance.md). Called with .vec's arguments: (x, output_size, [align_corners,] scale_factors)."""
+
+    def eager_forward(
+        x: Tensor, size: list[int] | None, align: bool | None, scales: list[float] | None
+    ) -> Tensor:
+        return forward(x, size, align, scales) if aligned else forward(x, size, scales)
+
+    def eager_backward(
+        grad: Tensor, size: list[int], input_size: list[int], align: bool | None, scales: list[float] | None
+    ) -> Tensor:
+        by_dim = (None, None) if scales is None else tuple(scales)
+        if aligned:
+            return backward(grad, size, input_size, align, *by_dim)
+        return backward(grad, size, input_size, *by_dim)
+
+    forward_op = torch.library.custom_op(f"fuser::{name}", eager_forward, mutates_args=())
+    backward_op = torch.library.custom_op(f"fuser::{name}_backward", eager_backward, mutates_args=())
+    forward_op.register_fake(eager_forward)  # the aten op's meta kernel gives eager's shape and strides
+
+    @backward_op.register_fake
+    def _(
+        grad, size, input_size, align, scales
+    ):  # the gradient kernels' memory format (their meta functions)
+        return torch.empty(
+            input_size, dtype=grad.dtype, device=grad.device, memory_format=suggest_memory_format(grad)
+        )
+
+    def save(ctx, inputs, output):
+        x, _, ctx.align, ctx.scales = inputs
+        ctx.size, ctx.input_size = list(output.shape[-2:]), list(x.shape)
+
+    def gradient(ctx, grad):
+        return backward_op(grad, ctx.size, ctx.input_size, ctx.align, ctx.scales), None, None, None
+
+    forward_op.register_autograd(gradient, setup_context=save)
+    return forward_op
+
+
+def _vec_call(original, opaque, aligned: bool):
+    """`original` (a .vec overload, or torch._C._nn's function taking either overload's arguments) calling
+    `opaque` where its arguments are .vec's, and itself otherwise (the size overload is not swapped)."""
+    names = ("output_size", "align_corners", "scale_factors") if aligned else ("output_size", "scale_factors")
+
+    def call(x, *args, **kwargs):
+        values = dict(zip(names, args, strict=False)) | kwargs
+        scales = values.get("scale_factors")
+        if len(args) > len(names) or values.keys() != set(names) or isinstance(scales, float):
+            return original(x, *args, **kwargs)
+        return opaque(x, values["output_size"], values.get("align_corners"), scales)
+
+    return call
+
+
+# name -> (the gradient's aten op, whether it takes align_corners)
+RESAMPLING = {
+    "upsample_bilinear2d": (aten.upsample_bilinear2d_backward.default, True),
+    "upsample_nearest2d": (aten.upsample_nearest2d_backward.default, False),
+    "_upsample_nearest_exact2d": (aten._upsample_nearest_exact2d_backward.default, False),
+}
+_NN = torch._C._nn
+_NN_ORIGINALS = {name: getattr(_NN, name) for name in RESAMPLING}
+_SWAPPED = {}  # torch._C._nn's name -> its call of the opaque op
+_OPAQUE_BY_VEC = {}  # the .vec overload -> its call of the opaque op
+for _name, (_backward, _aligned) in RESAMPLING.items():
+    _vec = getattr(aten, _name).vec
+    _op = _opaque(_name.lstrip("_"), _vec, _backward, _aligned)
+    _SWAPPED[_name] = _vec_call(_NN_ORIGINALS[_name], _op, _aligned)
+    _OPAQUE_BY_VEC[_vec] = _vec_call(_vec, _op, _aligned)
+
+
+def _resampling_left_to_eager(function):
+    """`function` (F.interpolate, which Dynamo keeps whole in its graph) run with torch._C._nn's resampling
+    calls swapped for the opaque ops while AOTAutograd traces it. The swap is process-wide for the call, but
+    harmless to a call in another thread: the opaque ops compute eager's answer with eager's kernels."""
+
+    def call(*args, **kwargs):
+        for name, swapped in _SWAPPED.items():
+            setattr(_NN, name, swapped)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            for name, original in _NN_ORIGINALS.items():
+                setattr(_NN, name, original)
+
+    return call
+
+
 REWRITES = {
     F.multi_margin_loss: _functional_multi_margin_loss,
     torch._C._nn.multi_margin_loss: _multi_margin_loss,
     aten.multi_margin_loss: _multi_margin_loss,
     aten.multi_margin_loss.default: _multi_margin_loss,
+}
+
+
+REWRITES |= _OPAQUE_BY_VEC
+REWRITES |= {_NN_ORIGINALS[name]: swapped for name, swapped in _SWAPPED.items()}
+REWRITES |= {
+    f: _resampling_left_to_eager(f)
+    for f in (F.interpolate, F.upsample, F.upsample_bilinear, F.upsample_nearest)
 }
 
 
