@@ -111,6 +111,35 @@ def _nll_loss_backward(stock):
     return backward
 
 
+MEAN = 1  # torch.nn._reduction.get_enum("mean")
+
+
+@pw_cast_for_opmath
+def _smooth_l1_loss_backward(grad, x, target, reduction: int, beta: float):
+    # ATen's kernels: -norm * grad where x - target <= -beta, norm * grad where it is >= beta, else
+    # norm * grad * (x - target) / beta. A nan difference falls to the last branch (nan); the stock
+    # decomposition's sign(nan) is 0, so a nan input got a 0 gradient, and at beta = 0 a zero difference
+    # got 0 where eager gives -norm * grad (found under a ledger entry of the CPU's that hid them).
+    norm = 1.0 / x.numel() if reduction == MEAN and not statically_known_true(x.numel() == 0) else 1.0
+    difference = x - target
+    scaled = norm * grad
+    return torch.where(
+        difference <= -beta, -scaled, torch.where(difference >= beta, scaled, scaled * difference / beta)
+    )
+
+
+def _empty_mean_safe(stock):
+    # The stock decompositions compute 1 / numel in Python while tracing: a zero-size input with
+    # reduction='mean' raised ZeroDivisionError at compile time, where eager returns the empty gradient
+    # (which 'none' gives as well: the formula is elementwise).
+    def backward(grad, x, target, reduction: int, *rest):
+        if reduction == MEAN and statically_known_true(x.numel() == 0):
+            reduction = 0
+        return stock(grad, x, target, reduction, *rest)
+
+    return backward
+
+
 _STOCK_LAYER_NORM = get_decompositions([aten.native_layer_norm])[aten.native_layer_norm.default]
 
 
@@ -244,6 +273,9 @@ def decomposition_table(foreach: bool = True) -> dict:
     table[aten.native_layer_norm_backward.default] = _native_layer_norm_backward
     for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
         table[op] = _nll_loss_backward(table[op])
+    table[aten.smooth_l1_loss_backward.default] = _smooth_l1_loss_backward
+    for op in (aten.mse_loss_backward.default, aten.huber_loss_backward.default):
+        table[op] = _empty_mean_safe(table[op])
     for op, fn in table.items():
         if op.overloadpacket in MOMENTS:
             table[op] = _moments_in_double_on_cpu(fn)
