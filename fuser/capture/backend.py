@@ -116,16 +116,19 @@ MEAN = 1  # torch.nn._reduction.get_enum("mean")
 
 @pw_cast_for_opmath
 def _smooth_l1_loss_backward(grad, x, target, reduction: int, beta: float):
-    # ATen's kernels: -norm * grad where x - target <= -beta, norm * grad where it is >= beta, else
-    # norm * grad * (x - target) / beta. A nan difference falls to the last branch (nan); the stock
-    # decomposition's sign(nan) is 0, so a nan input got a 0 gradient, and at beta = 0 a zero difference
-    # got 0 where eager gives -norm * grad (found under a ledger entry of the CPU's that hid them).
+    # ATen's kernels: -norm * grad below -beta, norm * grad above beta, else norm * (x - target) / beta * grad
+    # (the CPU's vectorized loop's order). A nan difference falls to the last branch (nan); the stock
+    # decomposition's sign(nan) is 0, so a nan input got a 0 gradient (found under a ledger entry of the CPU's
+    # that hid it). The CPU's bounds are inclusive and CUDA's strict: at beta = 0 a zero difference is
+    # -norm * grad on the CPU and 0 / 0 = nan on CUDA.
     norm = 1.0 / x.numel() if reduction == MEAN and not statically_known_true(x.numel() == 0) else 1.0
     difference = x - target
     scaled = norm * grad
-    return torch.where(
-        difference <= -beta, -scaled, torch.where(difference >= beta, scaled, scaled * difference / beta)
-    )
+    if x.device.type == "cuda":
+        below, above = difference < -beta, difference > beta
+    else:
+        below, above = difference <= -beta, difference >= beta
+    return torch.where(below, -scaled, torch.where(above, scaled, norm * (difference / beta) * grad))
 
 
 def _empty_mean_safe(stock):

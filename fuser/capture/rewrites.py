@@ -58,30 +58,29 @@ def _opaque(name: str, forward, backward, aligned: bool):
     bilinear kernel reads the pixel alone), and the nearest-exact gradient missed rows on CUDA
     (docs/conformance.md). Called with .vec's arguments: (x, output_size, [align_corners,] scale_factors)."""
 
+    # Each result in the memory format its input suggests, on every device and in the fake kernels alike: the
+    # fuser plans its kernels on the fake strides, and on CUDA eager's kernel and the meta kernel disagreed
+    # for some inputs (channels-last results planned as contiguous, on an H100).
     def eager_forward(
         x: Tensor, size: list[int] | None, align: bool | None, scales: list[float] | None
     ) -> Tensor:
-        return forward(x, size, align, scales) if aligned else forward(x, size, scales)
+        result = forward(x, size, align, scales) if aligned else forward(x, size, scales)
+        return result.contiguous(memory_format=suggest_memory_format(x))
 
     def eager_backward(
         grad: Tensor, size: list[int], input_size: list[int], align: bool | None, scales: list[float] | None
     ) -> Tensor:
         by_dim = (None, None) if scales is None else tuple(scales)
         if aligned:
-            return backward(grad, size, input_size, align, *by_dim)
-        return backward(grad, size, input_size, *by_dim)
+            result = backward(grad, size, input_size, align, *by_dim)
+        else:
+            result = backward(grad, size, input_size, *by_dim)
+        return result.contiguous(memory_format=suggest_memory_format(grad))
 
     forward_op = torch.library.custom_op(f"fuser::{name}", eager_forward, mutates_args=())
     backward_op = torch.library.custom_op(f"fuser::{name}_backward", eager_backward, mutates_args=())
-    forward_op.register_fake(eager_forward)  # the aten op's meta kernel gives eager's shape and strides
-
-    @backward_op.register_fake
-    def _(
-        grad, size, input_size, align, scales
-    ):  # the gradient kernels' memory format (their meta functions)
-        return torch.empty(
-            input_size, dtype=grad.dtype, device=grad.device, memory_format=suggest_memory_format(grad)
-        )
+    forward_op.register_fake(eager_forward)  # the meta kernels' shapes; the format as above
+    backward_op.register_fake(eager_backward)
 
     def save(ctx, inputs, output):
         x, _, ctx.align, ctx.scales = inputs
