@@ -237,6 +237,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if entry
             else []
         )
+        if entry and entry.fails_with:
+            marks.append(pytest.mark.conformance_fails_with(entry.fails_with))
         params.append(pytest.param(key, id=key.test_id, marks=marks))
     if not params and resumed:
         raise pytest.UsageError(
@@ -318,6 +320,9 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "conformance_fails_with(pattern): the ledger's expected failure must match the pattern"
+    )
     chosen = selection(config)  # bad options are usage errors before anything is collected
     if get(config, "case_time_limit") < 0:
         raise pytest.UsageError(

@@ -23,17 +23,40 @@ from conformance.specs.catalog import SPECS
 DTYPE_LEFT_OUT = re.compile(r"not validated on \S+ for \w+ \(validated: ")
 
 
+class FailedOtherwise(Exception):
+    """A case the ledger expects to fail, failing with a message its entry's `fails_with` does not match. Not an
+    AssertionError: the entry's xfail (raises=AssertionError) must not absorb another bug in its cases."""
+
+
+def failed_otherwise(request: pytest.FixtureRequest, failures: list[str]) -> FailedOtherwise | None:
+    """FailedOtherwise where the ledger's entry for the case names a failure one of `failures` (each failing
+    sample's, or the compiled program's error) does not match."""
+    expected = request.node.get_closest_marker("conformance_fails_with")
+    other = next((f for f in failures if not re.search(expected.args[0], f)), None) if expected else None
+    if other is None:
+        return None
+    return FailedOtherwise(
+        f"{other}\n(the ledger expects this case to fail with /{expected.args[0]}/ in every failing sample: "
+        "this one failed otherwise)"
+    )
+
+
 def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequest, record_property) -> None:
     key = conformance_case
-    run = run_case(
-        SPECS[key.op],
-        key.dtype,
-        key.context,
-        key.direction,
-        key.backend,
-        key.device,
-        plugin.get(request.config, "tier"),
-    )
+    try:
+        run = run_case(
+            SPECS[key.op],
+            key.dtype,
+            key.context,
+            key.direction,
+            key.backend,
+            key.device,
+            plugin.get(request.config, "tier"),
+        )
+    except AssertionError as error:  # the compiled program raised
+        if (otherwise := failed_otherwise(request, [str(error)])) is not None:
+            raise otherwise from error
+        raise
     record_property("samples", run.samples)
     if run.ulps is not None:
         record_property("ulps", run.ulps)
@@ -42,9 +65,12 @@ def test_op_matches_eager(conformance_case: CaseKey, request: pytest.FixtureRequ
     if run.failures:
         shown = "\n".join(run.failures[:5])
         more = f"\n... and {len(run.failures) - 5} more samples" if len(run.failures) > 5 else ""
-        raise AssertionError(
+        message = (
             f"{key.test_id}: {len(run.failures)} of {run.samples} samples differ from eager\n{shown}{more}"
         )
+        if (otherwise := failed_otherwise(request, run.failures)) is not None:
+            raise otherwise
+        raise AssertionError(message)
     if run.not_validated:
         # The backend ran the op eagerly by policy: eager matched eager, so the case fails as "not
         # validated" (the report's own outcome) rather than pass having tested nothing — unless the op is

@@ -8,6 +8,7 @@ plugin turns them into an error, since a dead entry is a typo or a fixed bug.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ ENTRY_SCHEMA: dict[str, Any] = {
         # True where the case's outcome varies from run to run (eager's own answer is nondeterministic,
         # e.g. a CUDA kernel's atomics): a pass is then not an XPASS. The reason must say why.
         "outcome_varies": {"type": "boolean"},
+        # A regular expression the case's failure message must match (searched): a case the entry covers that
+        # fails otherwise fails the run, so the entry cannot hide another bug in the same cases.
+        "fails_with": {"type": "string", "minLength": 1},
     },
 }
 FILE_SCHEMA: dict[str, Any] = {
@@ -97,6 +101,14 @@ def _problem(error: ValidationError) -> str:
     return f"{field}: {error.message}"
 
 
+def _pattern_error(pattern: str | None) -> str | None:
+    try:
+        re.compile(pattern or "")
+    except re.error as error:
+        return f"not a regular expression ({error}): {pattern!r}"
+    return None
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -114,6 +126,7 @@ class Entry:
     reason: str
     tiers: tuple[str, ...] = (ANY,)
     outcome_varies: bool = False
+    fails_with: str | None = None
 
     def covers(self, backend: str, device: str) -> bool:
         """Whether the entry applies to runs of this backend on this device."""
@@ -162,11 +175,13 @@ class Ledger:
                     f"{path}: xfail entry {index} (op {op!r}): unknown op {op!r} "
                     f"(a typo would silently disable nothing: fix it){hint}"
                 )
+            elif (pattern_error := _pattern_error(raw.get("fails_with"))) is not None:
+                problems.append(f"{path}: xfail entry {index} (op {op!r}): fails_with: {pattern_error}")
             else:
                 scopes = (_names(raw[field]) for field in ("backend", "device", "dtype", "direction"))
                 context, tiers = _names(raw.get("context", ANY)), _names(raw.get("tier", ANY))
                 reason, varies = raw["reason"].strip(), raw.get("outcome_varies", False)
-                entries.append(Entry(op, *scopes, context, reason, tiers, varies))
+                entries.append(Entry(op, *scopes, context, reason, tiers, varies, raw.get("fails_with")))
         if problems:
             raise LedgerError("\n".join(problems))
         return cls(path, tuple(entries))

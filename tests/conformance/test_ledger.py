@@ -234,3 +234,12 @@ def test_a_later_entry_for_another_tier_is_not_shadowed(tmp_path):
     ledger = load(tmp_path, quick + full)
     assert ledger.match(key(dtype="float16"), "full").reason == "full only"
     assert ledger.unused([key(dtype="float16"), key(dtype="bfloat16")], "inductor", "cpu") == []
+
+
+def test_fails_with_is_read_and_a_pattern_that_does_not_compile_is_an_error(tmp_path):
+    (entry,) = load(tmp_path, ENTRY + 'fails_with = "nan/inf at \\\\d+ of"\n').entries
+    assert entry.fails_with == r"nan/inf at \d+ of"
+    assert load(tmp_path, ENTRY).entries[0].fails_with is None
+    message = error_of(tmp_path, ENTRY + 'fails_with = "unclosed ("\n')
+    assert "xfail entry 0 (op 'aten.nextafter.default'): fails_with: not a regular expression" in message
+    assert "fails_with: '' should be non-empty" in error_of(tmp_path, ENTRY + 'fails_with = ""\n')
