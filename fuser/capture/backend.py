@@ -111,7 +111,7 @@ def _nll_loss_backward(stock):
     return backward
 
 
-MEAN = 1  # torch.nn._reduction.get_enum("mean")
+NONE, MEAN = 0, 1  # torch.nn._reduction.get_enum("none"), ("mean")
 
 
 @pw_cast_for_opmath
@@ -121,7 +121,7 @@ def _smooth_l1_loss_backward(grad, x, target, reduction: int, beta: float):
     # decomposition's sign(nan) is 0, so a nan input got a 0 gradient (found under a ledger entry of the CPU's
     # that hid it). The CPU's bounds are inclusive and CUDA's strict: at beta = 0 a zero difference is
     # -norm * grad on the CPU and 0 / 0 = nan on CUDA.
-    norm = 1.0 / x.numel() if reduction == MEAN and not statically_known_true(x.numel() == 0) else 1.0
+    norm = 1.0 / x.numel() if reduction == MEAN else 1.0  # a zero-size mean: `_empty_mean_safe`
     difference = x - target
     scaled = norm * grad
     if x.device.type == "cuda":
@@ -137,7 +137,7 @@ def _empty_mean_safe(stock):
     # (which 'none' gives as well: the formula is elementwise).
     def backward(grad, x, target, reduction: int, *rest):
         if reduction == MEAN and statically_known_true(x.numel() == 0):
-            reduction = 0
+            reduction = NONE
         return stock(grad, x, target, reduction, *rest)
 
     return backward
@@ -277,7 +277,11 @@ def decomposition_table(foreach: bool = True) -> dict:
     for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
         table[op] = _nll_loss_backward(table[op])
     table[aten.smooth_l1_loss_backward.default] = _smooth_l1_loss_backward
-    for op in (aten.mse_loss_backward.default, aten.huber_loss_backward.default):
+    for op in (
+        aten.mse_loss_backward.default,
+        aten.huber_loss_backward.default,
+        aten.smooth_l1_loss_backward.default,
+    ):
         table[op] = _empty_mean_safe(table[op])
     for op, fn in table.items():
         if op.overloadpacket in MOMENTS:
