@@ -4,12 +4,11 @@ a zero-size failure of the same cases; planted here as a backend whose silu grad
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from suite_run import run_suite
+
+BACKEND = "planted_backends:wrong_silu_backward"
 ENTRY = """
 [[xfail]]
 op = "aten.silu.default"
@@ -22,38 +21,14 @@ reason = "planted: silu's gradient is 1.5 times eager's"
 """
 
 
-def run(tmp_path: Path, ledger: str) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, ledger: str):
     path = tmp_path / "expected_failures.toml"
     path.write_text(ledger)
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(ROOT / "conformance" / "test_ops.py"),
-        "-q",
-        "-p",
-        "no:xdist",
-    ]
-    command += ["-p", "no:benchmark", "-p", "no:cacheprovider", "--conformance-ledger", str(path)]
-    command += [
-        "--conformance-backend",
-        "planted_backends:wrong_silu_backward",
-        "--conformance-op",
-        "aten.silu.default",
-    ]
-    command += [
-        "--conformance-dtype",
-        "float32",
-        "--conformance-direction",
-        "bwd",
-        "--conformance-context",
-        "alone",
-    ]
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "conformance"), os.environ.get("PYTHONPATH", "")]),
-    )
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return run_suite(
+        "-p", "no:xdist", "--conformance-ledger", str(path), "--conformance-backend", BACKEND,
+        "--conformance-op", "aten.silu.default", "--conformance-dtype", "float32",
+        "--conformance-direction", "bwd", "--conformance-context", "alone",
+    )  # fmt: skip
 
 
 def test_a_failure_the_entry_names_is_expected_and_another_fails_the_run(tmp_path):

@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from suite_run import run_suite
+
 SELECTION = ["--conformance-op", "aten.neg.default", "--conformance-dtype", "float32,int32"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(ROOT / "conformance" / "test_ops.py"),
-        "-q",
-        "-p",
-        "no:benchmark",
-    ]
-    command += ["-p", "no:cacheprovider", "--conformance-backend", "eager", *SELECTION, *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run(*args: str):
+    return run_suite("--conformance-backend", "eager", *SELECTION, *args)
 
 
 def test_a_resumed_run_runs_only_what_the_earlier_reports_did_not_pass(tmp_path):
