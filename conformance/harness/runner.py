@@ -387,7 +387,10 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
     program = Program(spec, context, [sample])
     run = program.function()
     inputs = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
-    output = quietly(run, *inputs)[0]
+    try:
+        output = quietly(run, *inputs)[0]
+    except Exception as error:
+        raise EagerRejected(error) from error
     try:
         meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
     except NotImplementedError:
@@ -460,13 +463,19 @@ def run_case(
     result = CaseRun()
     kept: list[Expected] = []
     rejected: dict[str, int] = {}
+    eager_raised: dict[str, Sample] = {}  # eager's error -> the first sample it rejected
     for number, sample in enumerate(generate(spec, dtype, tier)):
         sample = on_device(sample, device)
         try:
             kept.append(expect(spec, context, sample, backward, seed=number))
         except Exception as error:
-            reason = f"{type(error).__name__}: {str(error).splitlines()[0][:120] if str(error) else ''}"
+            cause = error.error if isinstance(error, EagerRejected) else error
+            reason = f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}"
             rejected[reason] = rejected.get(reason, 0) + 1
+            if isinstance(error, EagerRejected):
+                eager_raised.setdefault(reason, sample)
+    if tier == "full":
+        result.failures += answers_where_eager_raised(spec, context, backend, eager_raised)
     if rejected:
         result.notes.append(
             "samples eager rejects (dropped): "
@@ -725,6 +734,38 @@ def _tensors(value) -> list[torch.Tensor]:
 
 class CompiledProgramError(AssertionError):
     """The backend raised where eager did not."""
+
+
+class EagerRejected(Exception):
+    """Eager raised on a sample (an empty tensor for a reduction with no identity, say): dropped from the
+    comparison, but the compiled program must raise on it too."""
+
+    def __init__(self, error: Exception):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
+
+def answers_where_eager_raised(
+    spec: OpSpec, context: str, backend: str, samples: dict[str, Sample]
+) -> list[str]:
+    """Failures where the compiled program answered a sample eager raised on: a value where eager gives an
+    error is a silent wrong answer (a fused max over an empty tensor returned -inf). One sample for each
+    of eager's errors, each compiled alone; the full tier only, since each costs a compile."""
+    failures = []
+    for reason, sample in samples.items():
+        program = Program(spec, context, [sample])
+        torch._dynamo.reset()
+        compiled = torch.compile(program.function(), backend=backend_function(backend), dynamic=False)
+        try:
+            quietly(compiled, *fresh_inputs(program.inputs, grad=False, frozen=program.frozen))
+        except Exception:
+            continue  # rejected, as eager does (the error may differ: Dynamo's trace, a device assert)
+        finally:
+            torch._dynamo.reset()
+        failures.append(
+            f"sample [{sample.label}]: eager raised ({reason}), but the compiled program returned a value"
+        )
+    return failures
 
 
 def on_device(sample: Sample, device: str) -> Sample:
