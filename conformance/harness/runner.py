@@ -469,10 +469,10 @@ def run_case(
         try:
             kept.append(expect(spec, context, sample, backward, seed=number))
         except Exception as error:
-            cause = error.error if isinstance(error, EagerRejected) else error
+            cause = error.__cause__ if isinstance(error, EagerRejected) else error
             reason = f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}"
             rejected[reason] = rejected.get(reason, 0) + 1
-            if isinstance(error, EagerRejected):
+            if cause is not error:
                 eager_raised.setdefault(reason, sample)
     if tier == "full":
         result.failures += answers_where_eager_raised(spec, context, backend, eager_raised)
@@ -738,11 +738,7 @@ class CompiledProgramError(AssertionError):
 
 class EagerRejected(Exception):
     """Eager raised on a sample (an empty tensor for a reduction with no identity, say): dropped from the
-    comparison, but the compiled program must raise on it too."""
-
-    def __init__(self, error: Exception):
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
+    comparison, but the compiled program must raise on it too. Eager's error is its `__cause__`."""
 
 
 def answers_where_eager_raised(
