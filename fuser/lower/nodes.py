@@ -78,6 +78,13 @@ def operand_dtypes(
     return dtypes
 
 
+def eager_check_arguments(op: PointwiseOp, bound: dict[str, Any]) -> dict[str, Any]:
+    """The bound arguments with each given operand as its own dtype (a Python bool is torch.bool), as
+    `fuser.lower.ops.EAGER_CHECKS` read them."""
+    operands = {name: _own_dtype(bound[name]) for name, _ in op.operands if bound[name] is not None}
+    return {**bound, **operands}
+
+
 def _own_dtype(value: Any) -> torch.dtype:
     fake = tensor_meta(value)
     if fake is not None:

@@ -817,6 +817,35 @@ def _by_overload(ops) -> dict:
 
 
 POINTWISE_BY_OVERLOAD = _by_overload(POINTWISE_OPS)
+
+
+def _alpha_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
+    """ATen's alpha_check for add, sub and rsub."""
+    alpha = args.get("alpha", 1)
+    if isinstance(alpha, bool) and out_dtype != torch.bool:
+        return "eager rejects a bool alpha for a non-bool result"
+    if isinstance(alpha, float) and not out_dtype.is_floating_point:
+        return "eager rejects a float alpha for an integer or bool result"
+    return None
+
+
+def _subtraction_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
+    """ATen's sub_check (no bool operand, tensor or scalar), then alpha_check."""
+    if torch.bool in (args["self"], args["other"]):
+        return "eager rejects subtraction with a bool operand"
+    return _alpha_rejected(args, out_dtype)
+
+
+# Checks eager's kernels run and their meta functions do not, so tracing accepts a call eager raises on:
+# given the bound arguments (each operand as its own dtype) and the output dtype, why eager raises, or None.
+# Such a call runs eagerly and raises as eager does, where a kernel would return a value. They only move
+# calls eager rejects out of kernels, emitting nothing, so they are not part of an op's fingerprint; the
+# conformance full tier checks that a compiled program raises where eager does.
+EAGER_CHECKS: dict[str, Callable[[dict, torch.dtype], str | None]] = {
+    "add": _alpha_rejected,
+    "sub": _subtraction_rejected,
+    "rsub": _subtraction_rejected,
+}
 VIEW_BY_OVERLOAD = _by_overload(VIEW_OPS)
 SCATTER_BY_OVERLOAD = _by_overload(SCATTER_OPS)
 INDEXED_BY_OVERLOAD = _by_overload(INDEXED_OPS)

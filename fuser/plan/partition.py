@@ -24,8 +24,16 @@ import torch
 from torch import fx
 
 from fuser.lower.dtypes import SUPPORTED_DTYPES
-from fuser.lower.nodes import bind_arguments, downstream, meta, operand_dtypes, tensor_meta
+from fuser.lower.nodes import (
+    bind_arguments,
+    downstream,
+    eager_check_arguments,
+    meta,
+    operand_dtypes,
+    tensor_meta,
+)
 from fuser.lower.ops import (
+    EAGER_CHECKS,
     INDEXED_BY_OVERLOAD,
     POINTWISE_BY_OVERLOAD,
     SCATTER_BY_OVERLOAD,
@@ -109,7 +117,7 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         bound = bind_arguments(node)
         if any(_symbolic_number(bound[name]) for name, _ in op.operands):
             return SYMBOLIC_NUMBER
-        operand_types = [d for d in operand_dtypes(op, bind_arguments(node), out.dtype) if d is not None]
+        operand_types = [d for d in operand_dtypes(op, bound, out.dtype) if d is not None]
         if op.accepts is Accepts.FLOATING and not all(map(op.accepts.admits, operand_types)):
             return f"{op.name} is lowered for floating dtypes only"
         if op.accepts is Accepts.INTEGRAL and not all(map(op.accepts.admits, operand_types)):
@@ -117,6 +125,8 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         # Bool operands compute as int32 (operand_types): read the operands' own dtypes here.
         if op.accepts is Accepts.NUMBERS and not any(op.accepts.admits(v.dtype) for v in _tensor_args(node)):
             return f"{op.name} is not lowered for bool operands"
+        if op.name in EAGER_CHECKS:
+            return EAGER_CHECKS[op.name](eager_check_arguments(op, bound), out.dtype)
     return None
 
 
