@@ -274,3 +274,38 @@ def test_views_and_expands_of_symbolic_sizes_stay_in_their_kernel(device):
             x, y = torch.randn(rows, 5, device=device), torch.randn(1, 5, device=device)
             torch.testing.assert_close(compiled(x, y), program(x, y))
     assert graphs and all(not g.fallbacks and not g.eager_calls for g in graphs)
+
+
+# Calls eager's kernels refuse when they run, though tracing (the meta functions) accepts them: a kernel
+# would return a value where eager raises (found by the conformance full tier's eager-rejects check).
+EAGER_REJECTS = {
+    "a bool Scalar subtracted": lambda x, i, b: x - True,
+    "from a bool Scalar": lambda x, i, b: True - x,
+    "a bool tensor subtracted": lambda x, i, b: x - b,
+    "a bool alpha for floats": lambda x, i, b: torch.add(x, x, alpha=True),
+    # the aten overload: torch.sub's decomposition refuses this while tracing already
+    "a float alpha for integers": lambda x, i, b: torch.ops.aten.sub.Scalar(i, 1, alpha=1.5),
+}
+
+
+@pytest.mark.opt_in_unvalidated("the check is the partition's, whatever the manifest says")
+@pytest.mark.parametrize("program", EAGER_REJECTS.values(), ids=EAGER_REJECTS.keys())
+def test_calls_eager_rejects_when_it_runs_raise_compiled_too(program, device):
+    args = (torch.randn(6, 5, device=device), torch.arange(30, device=device), torch.rand(6, 5, device=device) > 0.5)
+    with pytest.raises(Exception) as eager:
+        program(*args)
+    with pytest.raises(Exception) as compiled:
+        torch.compile(program, backend="fuser", dynamic=False)(*args)
+    first_line = str(eager.value).splitlines()[0]
+    assert first_line in str(compiled.value)
+
+
+def test_subtraction_and_alpha_eager_accepts_still_fuse(device):
+    x, i = torch.randn(6, 5, device=device), torch.arange(30, device=device)
+    for program, args in [
+        (lambda x: (x - 1) * torch.rsub(x, 2.0, alpha=3), (x,)),
+        (lambda i: torch.sub(i, 1, alpha=2) + torch.add(i, i, alpha=3), (i,)),
+    ]:
+        report = fuser.explain(program, *args)
+        assert report.num_kernels == 1 and report.eager_calls == []
+        torch.testing.assert_close(report.result, program(*args))
