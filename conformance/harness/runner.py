@@ -379,8 +379,8 @@ def gradients(outputs: list[torch.Tensor], leaves: list, grad_outputs: list) -> 
     return [next(found) if isinstance(leaf, torch.Tensor) and leaf.requires_grad else None for leaf in leaves]
 
 
-def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int) -> Expected:
-    """Eager's answer for one sample, or an exception when eager (or its meta function) rejects it."""
+def expect_eager(spec: OpSpec, context: str, sample: Sample, backward: bool) -> tuple:
+    """Eager's run of one sample: (program, its function, inputs, output); EagerRejected when eager raises."""
     if spec.category == "inplace" and overlaps_itself(sample.args[0]):
         # Eager writes such a tensor in some order and PyTorch's fake tensors reject it: no one answer.
         raise ValueError("an in-place write into a tensor whose elements share memory (stride 0)")
@@ -388,9 +388,14 @@ def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int
     run = program.function()
     inputs = fresh_inputs(program.inputs, grad=backward, frozen=program.frozen)
     try:
-        output = quietly(run, *inputs)[0]
+        return program, run, inputs, quietly(run, *inputs)[0]
     except Exception as error:
         raise EagerRejected(error) from error
+
+
+def expect(spec: OpSpec, context: str, sample: Sample, backward: bool, seed: int) -> Expected:
+    """Eager's answer for one sample, or an exception when eager (or its meta function) rejects it."""
+    program, run, inputs, output = expect_eager(spec, context, sample, backward)
     try:
         meta = quietly(run, *[replicate(t, "meta") for t in program.inputs])[0]
     except NotImplementedError:
