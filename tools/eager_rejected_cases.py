@@ -2,10 +2,13 @@
 check (`conformance.harness.runner.answers_where_eager_raised`) compiles anything. Finding them runs eager
 alone (no compile, no reference), so the check can be run over the whole full tier by running just these:
 
-    python tools/eager_rejected_cases.py --device cpu [--ops A,B] > cases.txt   # one test id a line
-    pytest conformance/test_ops.py --conformance-tier full --conformance-op <the ops> ... -k <ids>
+    python tools/eager_rejected_cases.py --device cpu [--ops A,B] > cases.txt
+    python tools/eager_rejected_cases.py --device cpu --check > failures.txt
 
-Each line is `<test id>\t<eager's errors>`; a summary goes to stderr.
+Each line is `<test id>\t<eager's errors>`, or with `--check` (the check itself, against `--backend`, as
+the full tier runs it, in these cases only) `<test id>\t<failure>` for each sample the backend answered;
+a summary goes to stderr. A failure found so is then run as its case (`pytest conformance/test_ops.py --conformance-tier
+full ...`), where the ledger applies.
 """
 
 from __future__ import annotations
@@ -14,20 +17,23 @@ import argparse
 import sys
 
 from conformance import plugin
-from conformance.harness.runner import EagerRejected, expect_eager, on_device
+from conformance.harness.runner import EagerRejected, answers_where_eager_raised, expect_eager, on_device
 from conformance.specs.catalog import SPECS
 from conformance.specs.samples import iter_samples
 
 
-def eager_errors(key) -> set[str]:
-    """Eager's distinct errors over the case's samples (as the runner words them), empty if none."""
-    spec, errors = SPECS[key.op], set()
+def eager_errors(key) -> dict:
+    """Eager's distinct errors over the case's samples (as the runner words them), each with the first
+    sample it rejected, as `conformance.harness.runner.run_case` collects them."""
+    spec, errors = SPECS[key.op], {}
     for sample in iter_samples(spec, key.dtype, "full"):
+        sample = on_device(sample, key.device)
         try:
-            expect_eager(spec, key.context, on_device(sample, key.device), key.direction == "bwd")
+            expect_eager(spec, key.context, sample, key.direction == "bwd")
         except EagerRejected as error:
             cause = error.__cause__
-            errors.add(f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}")
+            reason = f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}"
+            errors.setdefault(reason, sample)
         except Exception:
             pass  # rejected otherwise (a self-overlapping in-place write): not compiled by the check
     return errors
@@ -38,16 +44,28 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--backend", default="fuser")
     parser.add_argument("--ops", help="comma-separated overloads (default: every op in the catalog)")
+    parser.add_argument(
+        "--check", action="store_true", help="run the check against the backend in those cases"
+    )
     options = parser.parse_args()
     ops = options.ops.split(",") if options.ops else list(SPECS)
-    found = total = 0
+    found = total = failed = 0
     for op in ops:
         for key in plugin.cases(op, "full", options.backend, options.device):
             total += 1
-            if errors := eager_errors(key):
-                found += 1
+            if not (errors := eager_errors(key)):
+                continue
+            found += 1
+            if not options.check:
                 print(f"{key.test_id}\t{'; '.join(sorted(errors))}", flush=True)
+                continue
+            failures = answers_where_eager_raised(SPECS[op], key.context, options.backend, errors)
+            failed += bool(failures)
+            for failure in failures:
+                print(f"{key.test_id}\t{failure}", flush=True)
     print(f"{found} of {total} full-tier cases have a sample eager rejects", file=sys.stderr)
+    if options.check:
+        print(f"{failed} of them: {options.backend} answered where eager raised", file=sys.stderr)
 
 
 if __name__ == "__main__":
