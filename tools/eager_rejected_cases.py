@@ -47,8 +47,10 @@ def main() -> None:
     parser.add_argument(
         "--check", action="store_true", help="run the check against the backend in those cases"
     )
+    parser.add_argument("--shard", default="1/1", help="K/N: every Nth op from the Kth (one process a core)")
     options = parser.parse_args()
-    ops = options.ops.split(",") if options.ops else list(SPECS)
+    k, n = map(int, options.shard.split("/"))
+    ops = (options.ops.split(",") if options.ops else list(SPECS))[k - 1 :: n]
     found = total = failed = 0
     for op in ops:
         for key in plugin.cases(op, "full", options.backend, options.device):
