@@ -10,6 +10,8 @@ OUT=${OUT:-/tmp/eager-rejects}
 source tools/gpu/lib.sh
 gpu_setup
 export FUSER_STRICT=1
+# Cut off (the step's timeout): stop the shards too, keeping what they wrote.
+trap 'kill $(jobs -p) 2>/dev/null' TERM INT
 n=${SHARDS:-$(( $(nproc) - 4 ))}
 for k in $(seq 1 "$n"); do
     "$PYTHON" tools/eager_rejected_cases.py --device cuda --check --shard "$k/$n" "$@" \
