@@ -61,7 +61,9 @@ def main() -> None:
             if not options.check:
                 print(f"{key.test_id}\t{'; '.join(sorted(errors))}", flush=True)
                 continue
-            failures = answers_where_eager_raised(SPECS[op], key.context, options.backend, errors)
+            failures = answers_where_eager_raised(
+                SPECS[op], key.context, options.backend, errors, key.direction == "bwd"
+            )
             failed += bool(failures)
             for failure in failures:
                 print(f"{key.test_id}\t{failure}", flush=True)

@@ -480,7 +480,7 @@ def run_case(
             if cause is not error:
                 eager_raised.setdefault(reason, sample)
     if tier == "full":
-        result.failures += answers_where_eager_raised(spec, context, backend, eager_raised)
+        result.failures += answers_where_eager_raised(spec, context, backend, eager_raised, backward)
     if rejected:
         result.notes.append(
             "samples eager rejects (dropped): "
@@ -747,18 +747,20 @@ class EagerRejected(Exception):
 
 
 def answers_where_eager_raised(
-    spec: OpSpec, context: str, backend: str, samples: dict[str, Sample]
+    spec: OpSpec, context: str, backend: str, samples: dict[str, Sample], backward: bool
 ) -> list[str]:
     """Failures where the compiled program answered a sample eager raised on: a value where eager gives an
     error is a silent wrong answer (a fused max over an empty tensor returned -inf). One sample for each
-    of eager's errors, each compiled alone; the full tier only, since each costs a compile."""
+    of eager's errors, each compiled alone and called as eager was (inputs that require grad in a
+    backward case: autograd rejects an integer result of sum(dtype=...) there); the full tier only, since
+    each costs a compile."""
     failures = []
     for reason, sample in samples.items():
         program = Program(spec, context, [sample])
         torch._dynamo.reset()
         compiled = torch.compile(program.function(), backend=backend_function(backend), dynamic=False)
         try:
-            quietly(compiled, *fresh_inputs(program.inputs, grad=False, frozen=program.frozen))
+            quietly(compiled, *fresh_inputs(program.inputs, grad=backward, frozen=program.frozen))
         except Exception:
             continue  # rejected, as eager does (the error may differ: Dynamo's trace, a device assert)
         finally:
