@@ -78,11 +78,13 @@ def operand_dtypes(
     return dtypes
 
 
-def eager_check_arguments(op: PointwiseOp, bound: dict[str, Any]) -> dict[str, Any]:
-    """The bound arguments with each given operand as its own dtype (a Python bool is torch.bool), as
-    `fuser.lower.ops.EAGER_CHECKS` read them."""
-    operands = {name: _own_dtype(bound[name]) for name, _ in op.operands if bound[name] is not None}
-    return {**bound, **operands}
+def eager_check_arguments(bound: dict[str, Any]) -> dict[str, Any]:
+    """The bound arguments as `fuser.lower.ops.EAGER_CHECKS` read them: a tensor as its dtype, a Python
+    number as itself."""
+    return {
+        name: tensor_meta(value).dtype if tensor_meta(value) is not None else value
+        for name, value in bound.items()
+    }
 
 
 def _own_dtype(value: Any) -> torch.dtype:

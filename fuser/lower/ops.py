@@ -16,6 +16,7 @@ at positions a tensor of the kernel holds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -819,6 +820,10 @@ def _by_overload(ops) -> dict:
 POINTWISE_BY_OVERLOAD = _by_overload(POINTWISE_OPS)
 
 
+def _is_bool(arg) -> bool:
+    return arg is torch.bool or isinstance(arg, bool)
+
+
 def _alpha_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
     """ATen's alpha_check for add, sub and rsub."""
     alpha = args.get("alpha", 1)
@@ -831,9 +836,51 @@ def _alpha_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
 
 def _subtraction_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
     """ATen's sub_check (no bool operand, tensor or scalar), then alpha_check."""
-    if torch.bool in (args["self"], args["other"]):
+    if _is_bool(args["self"]) or _is_bool(args["other"]):
         return "eager rejects subtraction with a bool operand"
     return _alpha_rejected(args, out_dtype)
+
+
+def _overflows(value, dtype: torch.dtype) -> bool:
+    """Whether c10's checked conversion of a Scalar to `dtype` (c10::overflows) rejects `value`: out of the
+    dtype's range, where a float's inf and nan convert to a float dtype, nan to no integer one, and a
+    negative integer wraps into an unsigned one unless its magnitude exceeds the maximum."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or dtype == torch.bool:
+        return False
+    if dtype.is_floating_point:
+        return math.isfinite(value) and abs(value) > torch.finfo(dtype).max
+    if math.isnan(value):
+        return True
+    info = torch.iinfo(dtype)
+    if info.min == 0 and isinstance(value, int) and value < 0:
+        return -value > info.max
+    return not info.min <= value <= info.max
+
+
+def _scalars_fit(*names: str) -> Callable[[dict, torch.dtype], str | None]:
+    """The check of ops whose kernels convert Scalar arguments to the result dtype with c10's checked
+    conversion (threshold's threshold and value, a fill value, addcmul's value, clamp's bounds)."""
+
+    def check(args: dict, out_dtype: torch.dtype) -> str | None:
+        for name in names:
+            if _overflows(args.get(name), out_dtype):
+                return f"eager rejects {name}={args[name]!r}: out of {out_dtype}'s range"
+        return None
+
+    return check
+
+
+def _integer_power_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
+    """ATen's pow: an integer tensor to a negative integer Scalar power is an error."""
+    exponent = args.get("exponent")
+    if (
+        is_integral(out_dtype)
+        and isinstance(exponent, int)
+        and not isinstance(exponent, bool)
+        and exponent < 0
+    ):
+        return "eager rejects integers to negative integer powers"
+    return None
 
 
 # Checks eager's kernels run and their meta functions do not, so tracing accepts a call eager raises on:
@@ -845,6 +892,12 @@ EAGER_CHECKS: dict[str, Callable[[dict, torch.dtype], str | None]] = {
     "add": _alpha_rejected,
     "sub": _subtraction_rejected,
     "rsub": _subtraction_rejected,
+    "threshold": _scalars_fit("threshold", "value"),
+    "masked_fill": _scalars_fit("value"),
+    "full_like": _scalars_fit("fill_value"),
+    "addcmul": _scalars_fit("value"),
+    "clamp": _scalars_fit("min", "max"),
+    "pow": _integer_power_rejected,
 }
 VIEW_BY_OVERLOAD = _by_overload(VIEW_OPS)
 SCATTER_BY_OVERLOAD = _by_overload(SCATTER_OPS)

@@ -126,7 +126,7 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         if op.accepts is Accepts.NUMBERS and not any(op.accepts.admits(v.dtype) for v in _tensor_args(node)):
             return f"{op.name} is not lowered for bool operands"
         if op.name in EAGER_CHECKS:
-            return EAGER_CHECKS[op.name](eager_check_arguments(op, bound), out.dtype)
+            return EAGER_CHECKS[op.name](eager_check_arguments(bound), out.dtype)
     return None
 
 

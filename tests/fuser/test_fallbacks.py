@@ -285,13 +285,28 @@ EAGER_REJECTS = {
     "a bool alpha for floats": lambda x, i, b: torch.add(x, x, alpha=True),
     # the aten overload: torch.sub's decomposition refuses this while tracing already
     "a float alpha for integers": lambda x, i, b: torch.ops.aten.sub.Scalar(i, 1, alpha=1.5),
+    # Scalars eager's kernels convert to the result dtype with an overflow check
+    "a threshold out of int8's range": lambda x, i, b: torch.threshold(i.to(torch.int8), 1000, 0),
+    "a threshold value out of int8's range": lambda x, i, b: torch.threshold(i.to(torch.int8), 0, -1000),
+    "a fill out of uint8's range": lambda x, i, b: i.to(torch.uint8).masked_fill(b.flatten()[:30], 300),
+    "a fill out of float16's range": lambda x, i, b: x.half().masked_fill(b, 1e10),
+    "a full_like out of int16's range": lambda x, i, b: torch.full_like(i.to(torch.int16), 40000),
+    "an addcmul value out of uint8's range": lambda x, i, b: torch.addcmul(
+        *[i.to(torch.uint8)] * 3, value=300
+    ),
+    "a clamp bound out of int8's range": lambda x, i, b: torch.clamp(i.to(torch.int8), min=-1000),
+    "integers to a negative power": lambda x, i, b: torch.pow(i, -2),
 }
 
 
 @pytest.mark.opt_in_unvalidated("the check is the partition's, whatever the manifest says")
 @pytest.mark.parametrize("program", EAGER_REJECTS.values(), ids=EAGER_REJECTS.keys())
 def test_calls_eager_rejects_when_it_runs_raise_compiled_too(program, device):
-    args = (torch.randn(6, 5, device=device), torch.arange(30, device=device), torch.rand(6, 5, device=device) > 0.5)
+    args = (
+        torch.randn(6, 5, device=device),
+        torch.arange(30, device=device),
+        torch.rand(6, 5, device=device) > 0.5,
+    )
     with pytest.raises(Exception) as eager:
         program(*args)
     with pytest.raises(Exception) as compiled:
@@ -300,11 +315,16 @@ def test_calls_eager_rejects_when_it_runs_raise_compiled_too(program, device):
     assert first_line in str(compiled.value)
 
 
-def test_subtraction_and_alpha_eager_accepts_still_fuse(device):
+def test_the_same_ops_on_values_eager_accepts_still_fuse(device):
     x, i = torch.randn(6, 5, device=device), torch.arange(30, device=device)
+    u8, mask = i.to(torch.uint8), i % 3 == 0
     for program, args in [
         (lambda x: (x - 1) * torch.rsub(x, 2.0, alpha=3), (x,)),
         (lambda i: torch.sub(i, 1, alpha=2) + torch.add(i, i, alpha=3), (i,)),
+        # in range as c10 converts: a negative integer wraps into uint8, inf is a float16
+        (lambda u, m: u.masked_fill(m, -1) + torch.addcmul(u, u, u, value=-1), (u8, mask)),
+        (lambda x: x.half().masked_fill(x > 0, float("inf")) * 2, (x,)),
+        (lambda i: torch.threshold(i.to(torch.int8), 1.5, 127) + torch.pow(i, 2), (i,)),
     ]:
         report = fuser.explain(program, *args)
         assert report.num_kernels == 1 and report.eager_calls == []
