@@ -859,7 +859,7 @@ def _overflows(value, dtype: torch.dtype) -> bool:
 
 def _scalars_fit(*names: str) -> Callable[[dict, torch.dtype], str | None]:
     """The check of ops whose kernels convert Scalar arguments to the result dtype with c10's checked
-    conversion (threshold's threshold and value, a fill value, addcmul's value, clamp's bounds)."""
+    conversion (threshold's threshold and value, a fill, addcmul's value, clamp's bounds)."""
 
     def check(args: dict, out_dtype: torch.dtype) -> str | None:
         for name in names:
@@ -895,6 +895,8 @@ EAGER_CHECKS: dict[str, Callable[[dict, torch.dtype], str | None]] = {
     "threshold": _scalars_fit("threshold", "value"),
     "masked_fill": _scalars_fit("value"),
     "full_like": _scalars_fit("fill_value"),
+    "full": _scalars_fit("fill_value"),
+    "scalar_tensor": _scalars_fit("s"),
     "addcmul": _scalars_fit("value"),
     "clamp": _scalars_fit("min", "max"),
     "pow": _integer_power_rejected,
