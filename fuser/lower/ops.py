@@ -904,7 +904,8 @@ def _integer_power_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
 
 
 # Checks eager's kernels run and their meta functions do not, so tracing accepts a call eager raises on:
-# given the bound arguments (each operand as its own dtype) and the output dtype, why eager raises, or None.
+# given the bound arguments (a tensor as its dtype, a number as itself) and the output dtype, why eager
+# raises, or None.
 # Such a call runs eagerly and raises as eager does, where a kernel would return a value. They only move
 # calls eager rejects out of kernels, emitting nothing, so they are not part of an op's fingerprint; the
 # conformance full tier checks that a compiled program raises where eager does.
