@@ -7,8 +7,8 @@ alone (no compile, no reference), so the check can be run over the whole full ti
 
 Each line is `<test id>\t<eager's errors>`, or with `--check` (the check itself, against `--backend`, as
 the full tier runs it, in these cases only) `<test id>\t<failure>` for each sample the backend answered;
-a summary goes to stderr. A failure found so is then run as its case (`pytest conformance/test_ops.py --conformance-tier
-full ...`), where the ledger applies.
+a summary goes to stderr. A failure found so is then run as its case (`pytest conformance/test_ops.py
+--conformance-tier full ...`), where the ledger applies.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ import argparse
 import sys
 
 from conformance import plugin
-from conformance.harness.runner import EagerRejected, answers_where_eager_raised, expect_eager, on_device
+from conformance.harness.runner import (
+    EagerRejected,
+    answers_where_eager_raised,
+    expect_eager,
+    on_device,
+    rejection_reason,
+)
 from conformance.specs.catalog import SPECS
 from conformance.specs.samples import iter_samples
 
@@ -31,9 +37,7 @@ def eager_errors(key) -> dict:
         try:
             expect_eager(spec, key.context, sample, key.direction == "bwd")
         except EagerRejected as error:
-            cause = error.__cause__
-            reason = f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}"
-            errors.setdefault(reason, sample)
+            errors.setdefault(rejection_reason(error), sample)
         except Exception:
             pass  # rejected otherwise (a self-overlapping in-place write): not compiled by the check
     return errors

@@ -474,10 +474,9 @@ def run_case(
         try:
             kept.append(expect(spec, context, sample, backward, seed=number))
         except Exception as error:
-            cause = error.__cause__ if isinstance(error, EagerRejected) else error
-            reason = f"{type(cause).__name__}: {str(cause).splitlines()[0][:120] if str(cause) else ''}"
+            reason = rejection_reason(error)
             rejected[reason] = rejected.get(reason, 0) + 1
-            if cause is not error:
+            if isinstance(error, EagerRejected):
                 eager_raised.setdefault(reason, sample)
     if tier == "full":
         result.failures += answers_where_eager_raised(spec, context, backend, eager_raised, backward)
@@ -744,6 +743,14 @@ class CompiledProgramError(AssertionError):
 class EagerRejected(Exception):
     """Eager raised on a sample (an empty tensor for a reduction with no identity, say): dropped from the
     comparison, but the compiled program must raise on it too. Eager's error is its `__cause__`."""
+
+
+def rejection_reason(error: Exception) -> str:
+    """Why a sample was dropped, as the report words it: the error's type and first line (eager's own error
+    where eager raised)."""
+    cause = error.__cause__ if isinstance(error, EagerRejected) else error
+    text = str(cause)
+    return f"{type(cause).__name__}: {text.splitlines()[0][:120] if text else ''}"
 
 
 def answers_where_eager_raised(

@@ -81,10 +81,8 @@ def operand_dtypes(
 def eager_check_arguments(bound: dict[str, Any]) -> dict[str, Any]:
     """The bound arguments as `fuser.lower.ops.EAGER_CHECKS` read them: a tensor as its dtype, a Python
     number as itself."""
-    return {
-        name: tensor_meta(value).dtype if tensor_meta(value) is not None else value
-        for name, value in bound.items()
-    }
+    found = {name: _dtype_of(value) for name, value in bound.items()}
+    return {name: v.dtype if isinstance(v, torch.Tensor) else v for name, v in found.items()}
 
 
 def _own_dtype(value: Any) -> torch.dtype:
