@@ -71,6 +71,7 @@ def main() -> None:
             failed += bool(failures)
             for failure in failures:
                 print(f"{key.test_id}\t{failure}", flush=True)
+        print(f"done {op}", file=sys.stderr, flush=True)  # what a run cut off finished: resume with --ops
     print(f"{found} of {total} full-tier cases have a sample eager rejects", file=sys.stderr)
     if options.check:
         print(f"{failed} of them: {options.backend} answered where eager raised", file=sys.stderr)
