@@ -9,7 +9,7 @@ import torch
 from torch import fx
 
 from fuser.lower.dtypes import arithmetic_dtype, value_dtype
-from fuser.lower.ops import PointwiseOp, Typing
+from fuser.lower.ops import HOST_READ, POINTWISE_BY_OVERLOAD, PointwiseOp, Typing, may_overflow
 
 
 def meta(node: fx.Node) -> Any:
@@ -83,6 +83,21 @@ def eager_check_arguments(bound: dict[str, Any]) -> dict[str, Any]:
     number as itself."""
     found = {name: _dtype_of(value) for name, value in bound.items()}
     return {name: v.dtype if isinstance(v, torch.Tensor) else v for name, v in found.items()}
+
+
+def host_read_values(node: fx.Node) -> list[tuple[fx.Node, torch.dtype]]:
+    """The 0-d tensors `node` reads as eager does on the host (`fuser.lower.ops.HOST_READ`) whose values
+    may not fit its result, each with the result's dtype: the step checks them before each launch."""
+    op = POINTWISE_BY_OVERLOAD.get(node.target) if node.op == "call_function" else None
+    if op is None or op.name not in HOST_READ:
+        return []
+    bound, out = bind_arguments(node), meta(node)
+    found = []
+    for name in HOST_READ[op.name]:
+        value = tensor_meta(bound.get(name))
+        if value is not None and value.dim() == 0 and may_overflow(value.dtype, out.dtype):
+            found.append((bound[name], out.dtype))
+    return found
 
 
 def _own_dtype(value: Any) -> torch.dtype:

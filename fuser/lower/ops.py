@@ -841,7 +841,7 @@ def _subtraction_rejected(args: dict, out_dtype: torch.dtype) -> str | None:
     return _alpha_rejected(args, out_dtype)
 
 
-def _overflows(value, dtype: torch.dtype) -> bool:
+def overflows(value, dtype: torch.dtype) -> bool:
     """Whether c10's checked conversion of a Scalar to `dtype` (c10::overflows) rejects `value`: out of the
     dtype's range, where a float's inf and nan convert to a float dtype, nan to no integer one, and a
     negative integer wraps into an unsigned one unless its magnitude exceeds the maximum."""
@@ -863,7 +863,7 @@ def _scalars_fit(*names: str) -> Callable[[dict, torch.dtype], str | None]:
 
     def check(args: dict, out_dtype: torch.dtype) -> str | None:
         for name in names:
-            if _overflows(args.get(name), out_dtype):
+            if overflows(args.get(name), out_dtype):
                 return f"eager rejects {name}={args[name]!r}: out of {out_dtype}'s range"
         return None
 
@@ -894,9 +894,7 @@ EAGER_CHECKS: dict[str, Callable[[dict, torch.dtype], str | None]] = {
     "sub": _subtraction_rejected,
     "rsub": _subtraction_rejected,
     "threshold": _scalars_fit("threshold", "value"),
-    # masked_fill's value held in a 0-d tensor is checked by eager when it runs, and a kernel cannot:
-    # that divergence stays (ledgered) rather than leave every wider value tensor to eager.
-    "masked_fill": _scalars_fit("value"),
+    "masked_fill": _scalars_fit("value"),  # a Scalar value; a 0-d tensor's is HOST_READ's
     "full_like": _scalars_fit("fill_value"),
     "full": _scalars_fit("fill_value"),
     "scalar_tensor": _scalars_fit("s"),
@@ -904,6 +902,25 @@ EAGER_CHECKS: dict[str, Callable[[dict, torch.dtype], str | None]] = {
     "clamp": _scalars_fit("min", "max"),
     "pow": _integer_power_rejected,
 }
+
+# Operands eager reads on the host (a 0-d tensor's item()) and converts to the result dtype with c10's
+# checked conversion. A kernel sees such a value only as it runs, so the step checks it before each launch
+# (`fuser.runtime.step`) where its dtype holds values the result's does not (`may_overflow`).
+HOST_READ: dict[str, tuple[str, ...]] = {"masked_fill": ("value",)}
+
+
+def may_overflow(source: torch.dtype, target: torch.dtype) -> bool:
+    """Whether some value of dtype `source` is one c10's checked conversion to `target` rejects: its
+    extremes, and a float's nan, are checked (the rule is monotone in magnitude)."""
+    if source == torch.bool:
+        return False
+    if source.is_floating_point:
+        extremes = (torch.finfo(source).max, -torch.finfo(source).max, math.nan)
+    else:
+        extremes = (torch.iinfo(source).min, torch.iinfo(source).max)
+    return any(overflows(value, target) for value in extremes)
+
+
 VIEW_BY_OVERLOAD = _by_overload(VIEW_OPS)
 SCATTER_BY_OVERLOAD = _by_overload(SCATTER_OPS)
 INDEXED_BY_OVERLOAD = _by_overload(INDEXED_OPS)

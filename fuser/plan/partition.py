@@ -28,6 +28,7 @@ from fuser.lower.nodes import (
     bind_arguments,
     downstream,
     eager_check_arguments,
+    host_read_values,
     meta,
     operand_dtypes,
     tensor_meta,
@@ -457,9 +458,10 @@ def partition(graph: fx.Graph, fuse: bool = True, gate: Gate | None = None) -> P
     `gate` may keep a lowerable node eager, saying why (the validation manifest:
     `fuser.validate.validation.node_obstacle`). A reduction that a row kernel would read at another row than its
     own (through a slice or a flip, `fuser.plan.row_reads`) is stored by its own kernel, and the graph split
-    again, until no kernel reads one so. Column sums are then computed with the row kernels they read
-    (`attach_column_sums`)."""
-    stored: set[fx.Node] = set()
+    again, until no kernel reads one so. A 0-d value its reader's step checks on the host before launch
+    (`fuser.lower.nodes.host_read_values`) is stored by another kernel, so that it is in memory by then.
+    Column sums are then computed with the row kernels they read (`attach_column_sums`)."""
+    stored = {value for node in graph.nodes for value, _ in host_read_values(node)}
     while True:
         kernels, fusible, fallbacks = _partition(graph, fuse, frozenset(stored), gate)
         moved = {

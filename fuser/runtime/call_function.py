@@ -11,7 +11,7 @@ horizontal kernel, a kernel that failed, checks its sizes or compiles for a GPU 
 loop does.
 
 It checks what it assumes before the step that assumes it: the binding of the sizes; for a launch it writes
-out, the sizes of the inputs eager steps made, the current device, that no profiler hooks Triton's launches, that the kernel's tensors are 16-byte
+out, the sizes of the inputs eager steps made, the 0-d values eager checks on the host, the current device, that no profiler hooks Triton's launches, that the kernel's tensors are 16-byte
 aligned (what its compiled specialization assumed) and that those it reads at the flat offset are
 contiguous. Where a check fails, the general loop runs the call on from that step (`CompiledGraph.resume`).
 Where a launch it wrote out raises, the step gives up as in the loop (`LaunchStep.give_up`) and the graph
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fuser import metrics
+from fuser.lower.ops import overflows
 from fuser.lower.views import contiguous_strides
 from fuser.runtime import direct_launch
 from fuser.runtime.allocate import bare_allocator
@@ -137,6 +138,12 @@ class _Writer:
         # An eager step made an input whose size may depend on data: the loop checks it each call.
         for slot, planned in launch.made_eagerly:
             out.append(f"    if env[{slot}].shape != {planned!r}:")
+            out.append(f"        {self.exit(index)}")
+        # A 0-d value eager checks on the host (`LaunchStep.host_checks`): the loop runs one that does not fit.
+        for slot, dtype in step.host_checks:
+            out.append(
+                f"    if {self.bind(overflows, 'overflows')}(env[{slot}].item(), {self.bind(dtype, 'dtype')}):"
+            )
             out.append(f"        {self.exit(index)}")
         if step.flat_inputs:
             contiguous = " and ".join(f"env[{s}].is_contiguous()" for s in dict.fromkeys(step.flat_inputs))

@@ -62,6 +62,7 @@ class HorizontalStep(LaunchStep):
         self.interpreted = self.device.type == "cpu"
         # Env slots read at the flat offset, by any part: they must be contiguous.
         self.flat_inputs = [slot for part in parts for slot in part.flat_inputs]
+        self.host_checks = [check for part in parts for check in part.host_checks]
         self.launches: dict[tuple[int, ...], HorizontalLaunch] = {}
         self.check_capability = gpu_compile_check.target_capability() if self.interpreted else None
 

@@ -14,7 +14,7 @@ from torch import fx
 from fuser import metrics
 from fuser.emit.codegen import KernelSource, output_strides
 from fuser.interpreter.shim import quietly
-from fuser.lower.nodes import meta
+from fuser.lower.nodes import host_read_values, meta
 from fuser.lower.shapes import concrete
 from fuser.plan.partition import Kernel
 from fuser.runtime import compile_pool, gpu_compile_check, kernel_cache
@@ -88,6 +88,11 @@ class KernelStep(LaunchStep):
         # Per output: the env slot of the graph input it is written into in place (`fuser.plan.inplace`).
         self.into_slots = [self.slots[self.into[m]] if m in self.into else None for m in self.kernel.members]
         self.flat_inputs = [self.slots[node] for node in self.variants[0].flat_inputs]
+        self.host_checks = [
+            (self.slots[value], dtype)
+            for node in self.kernel.computed
+            for value, dtype in host_read_values(node)
+        ]
         self.launches: dict[tuple[int, ...], Launch] = {}
         self.gpu_launches: dict[tuple[int, ...], Launch] = {}
         # FUSER_CHECK_CUDA_COMPILE's capability, read once: interpreted launches also compile for it.

@@ -1,6 +1,7 @@
 """What every kernel-launching step shares: a kernel that fails to launch runs its nodes eagerly (unless
-the compile is strict), as does a call whose inputs are not the sizes the kernel was planned for, and a
-kernel that reads an input at the flat offset refuses a strided one."""
+the compile is strict), as does a call whose inputs are not the sizes the kernel was planned for or that
+eager would reject for a value it reads on the host, and a kernel that reads an input at the flat offset
+refuses a strided one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import torch
 
 from fuser import metrics
+from fuser.lower.ops import overflows
 
 log = logging.getLogger("fuser")
 
@@ -48,9 +50,13 @@ class LaunchStep:
     """
 
     failed = False  # a launch failed: every later call runs the nodes eagerly
+    # (env slot, result dtype) of each 0-d value eager reads on the host and converts with a checked
+    # conversion (`fuser.lower.nodes.host_read_values`): one that does not fit runs the nodes eagerly, so
+    # the call raises as eager does where a kernel would store a wrapped value.
+    host_checks: tuple[tuple[int, torch.dtype], ...] = ()
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
-        if self.failed:
+        if self.failed or any(overflows(env[slot].item(), dtype) for slot, dtype in self.host_checks):
             self.fallback(env, key)
             return
         launch = self.launches.get(key) or self.launch(key)

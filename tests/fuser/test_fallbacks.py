@@ -329,3 +329,59 @@ def test_the_same_ops_on_values_eager_accepts_still_fuse(device):
         report = fuser.explain(program, *args)
         assert report.num_kernels == 1 and report.eager_calls == []
         torch.testing.assert_close(report.result, program(*args))
+
+
+# A value held in a 0-d tensor, which eager's masked_fill reads on the host (item()) and converts with the same
+# checked conversion: a kernel would see it only as it runs, so the step checks it before each launch.
+HOST_READ_VALUES = {
+    "float32 out of float16's range": (torch.float16, torch.tensor(1e5), torch.tensor(-6e4)),
+    "float64 out of float32's range": (
+        torch.float32,
+        torch.tensor(1e300, dtype=torch.float64),
+        torch.tensor(-1e30, dtype=torch.float64),
+    ),
+    "int64 out of int8's range": (torch.int8, torch.tensor(300), torch.tensor(-128)),
+    "nan into integers": (torch.int32, torch.tensor(float("nan")), torch.tensor(7.9)),
+}
+
+
+@pytest.mark.opt_in_unvalidated("the check is the runtime's, whatever the manifest says")
+@pytest.mark.parametrize(
+    ("dtype", "rejected", "accepted"), HOST_READ_VALUES.values(), ids=HOST_READ_VALUES.keys()
+)
+def test_a_zero_dim_value_eager_rejects_on_the_host_raises_compiled_too(dtype, rejected, accepted, device):
+    def program(x, mask, value):
+        return x.masked_fill(mask, value) * 2
+
+    x = torch.arange(30, device=device).reshape(6, 5).to(dtype)
+    mask = torch.arange(30, device=device).reshape(6, 5) % 3 == 0
+    rejected, accepted = rejected.to(device), accepted.to(device)
+    compiled = torch.compile(program, backend="fuser", dynamic=False)
+    fuser.metrics.reset_counters()
+    torch.testing.assert_close(compiled(x, mask, accepted), program(x, mask, accepted))
+    with pytest.raises(Exception) as eager:
+        program(x, mask, rejected)
+    with pytest.raises(Exception) as at_run_time:
+        compiled(x, mask, rejected)
+    assert str(eager.value).splitlines()[0] in str(at_run_time.value)
+    # the same graph, one kernel a call, before and after the value it refused
+    torch.testing.assert_close(compiled(x, mask, accepted), program(x, mask, accepted))
+    counters = fuser.metrics.counters()
+    assert counters["graphs_compiled"] == 1 and counters["kernels_launched"] == 2
+
+
+@pytest.mark.opt_in_unvalidated("the check is the runtime's, whatever the manifest says")
+def test_a_zero_dim_value_computed_in_the_program_is_stored_and_checked(device):
+    def program(x, mask, value):
+        return x.half().masked_fill(mask, value * 1000) + 1
+
+    x, mask = torch.randn(6, 5, device=device), torch.rand(6, 5, device=device) > 0.5
+    with pytest.raises(Exception) as eager:
+        program(x, mask, torch.tensor(100.0, device=device))
+    with pytest.raises(Exception) as compiled:
+        torch.compile(program, backend="fuser", dynamic=False)(x, mask, torch.tensor(100.0, device=device))
+    assert str(eager.value).splitlines()[0] in str(compiled.value)
+    # the value's kernel stores it, so it is in memory when the check reads it
+    report = fuser.explain(program, x, mask, torch.tensor(0.5, device=device))
+    assert report.num_kernels == 2 and report.eager_calls == []
+    torch.testing.assert_close(report.result, program(x, mask, torch.tensor(0.5, device=device)))
