@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -312,3 +314,46 @@ def test_merged_shards_keep_their_not_validated_cases(tmp_path):
     subprocess.run([sys.executable, script, first, "--out", out], capture_output=True, text=True, check=True)
     merged = json.loads(out.with_suffix(".json").read_text())
     assert [case["outcome"] for case in merged["cases"]] == ["not_validated", "not_validated"]
+
+
+def test_ledger_entries_drafted_from_eager_rejects_take_another_device_s_cause_and_name_exactly_what_failed(
+    tmp_path,
+):
+    from conformance.harness.ledger import Ledger
+
+    broadcast = "sample [s]: eager raised (RuntimeError: output with shape [37, 1] doesn't match the broadcast shape [37, 7]), but the compiled program returned a value"
+    failed = [  # the CPU ledger's atan2_ entry names these causes
+        ("aten.atan2_.default", "float16", "producer"),
+        ("aten.atan2_.default", "float16", "from_reduction"),
+        ("aten.atan2_.default", "float32", "producer"),
+    ]
+    lines = [
+        "# a header line",
+        *(f"{op}-{dtype}-{context}-fwd\t{broadcast}" for op, dtype, context in failed),
+    ]
+    lines.append(
+        "aten.atan2_.default-float64-producer-fwd\tsample [s]: eager raised (RuntimeError: something new)"
+    )
+    tsv = tmp_path / "failures.tsv"
+    tsv.write_text("\n".join(lines) + "\n")
+    script = Path(__file__).parents[2] / "tools" / "ledger_from_eager_rejects.py"
+    drafted = subprocess.run(
+        [sys.executable, script, tsv, "--device", "cuda", "--like", "cpu"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "unexplained: aten.atan2_.default-float64-producer-fwd" in drafted.stderr
+    ledger_path = tmp_path / "ledger.toml"
+    ledger_path.write_text(drafted.stdout)
+    ledger = Ledger.load(ledger_path)
+    assert len(ledger.entries) == 2  # float16's two contexts, float32's one
+    for dtype in ("float16", "float32", "float64"):
+        for context in ("alone", "producer", "from_reduction"):
+            key = CaseKey("aten.atan2_.default", dtype, context, "fwd", "fuser", "cuda")
+            entry = ledger.match(key, "full")
+            assert (entry is not None) == ((key.op, dtype, context) in failed), key
+            assert ledger.match(key, "quick") is None
+            assert ledger.match(dataclasses.replace(key, device="cpu"), "full") is None
+            if entry is not None:
+                assert re.search(entry.fails_with, broadcast) and "PyTorch's" in entry.reason
