@@ -113,6 +113,8 @@ def lowering_obstacle(node: fx.Node) -> str | None:
         return f"device {out.device.type} is not lowered"
     if target in INDEXED_BY_OVERLOAD:
         return _indexed_obstacle(node)
+    if target in VIEW_BY_OVERLOAD:
+        return _select_out_of_range(node)
     op = POINTWISE_BY_OVERLOAD.get(target)
     if op is not None:
         bound = bind_arguments(node)
@@ -139,6 +141,19 @@ SYMBOLIC_NUMBER = "it computes with a symbolic number, not a tensor"
 
 def _symbolic_number(arg: object) -> bool:
     return isinstance(arg, fx.Node) and tensor_meta(arg) is None
+
+
+def _select_out_of_range(node: fx.Node) -> str | None:
+    """A select whose index is outside its dim, which eager rejects (IndexError). torch 2.11's fake select
+    does not check, so such a graph is traced, and a kernel would read out of bounds (on CUDA, an illegal
+    memory access; found by the eager-rejects check on an H100). Left eager, the call raises as eager does."""
+    if VIEW_BY_OVERLOAD[node.target].name != "select":
+        return None
+    args = bind_arguments(node)
+    size, index = meta(args["self"]).shape[args["dim"]], args["index"]
+    if isinstance(size, int) and isinstance(index, int) and not -size <= index < size:
+        return f"its index {index} is out of range for a dim of size {size}: eager raises"
+    return None
 
 
 def _indexed_obstacle(node: fx.Node) -> str | None:
