@@ -8,7 +8,8 @@ A graph qualifies when replaying it is the same as running it:
 
 - every input is a CUDA tensor of static sizes (a CPU scalar or a Python number would be baked into the
   graph at its capture value);
-- it has no random op (a replay would not draw new numbers the way eager does);
+- it has no random op (a replay would not draw new numbers the way eager does), and no 0-d value a step
+  checks on the host before its launch (`LaunchStep.host_checks`: a replay would skip the check);
 - in the default mode, `"inputs"`, every output is one of its inputs (a compiled `optimizer.step()`);
   in mode `"any"` (`options={"cuda_graphs": True}` or FUSER_CUDA_GRAPHS=1) outputs may be new tensors.
 
@@ -43,6 +44,7 @@ import torch
 from torch import fx
 
 from fuser import metrics
+from fuser.lower.nodes import host_read_values
 
 log = logging.getLogger("fuser")
 
@@ -68,6 +70,8 @@ def unqualified_reason(graph: fx.Graph, mode: str = "inputs") -> str | None:
             node.target, "tags", ()
         ):
             return f"{node.target} is random"
+        if host_read_values(node):  # a replay would skip the step's check of the value
+            return f"{node.target} reads a 0-d value eager checks on the host"
     return None
 
 

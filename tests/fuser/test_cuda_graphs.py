@@ -63,6 +63,32 @@ def test_a_cpu_input_a_fresh_output_or_a_random_op_disqualifies():
     assert "is random" in cuda_graphs.unqualified_reason(random)
 
 
+@pytest.mark.parametrize("value_dtype", [torch.float32, torch.float16])
+def test_a_value_a_step_checks_on_the_host_disqualifies(value_dtype):
+    # masked_fill's 0-d value is read before each launch (eager raises where it does not fit the result,
+    # `LaunchStep.host_checks`): a replay would skip that read. A float16 value always fits float16.
+    graph = fx.Graph()
+    with FakeTensorMode():
+        fakes = [
+            torch.empty(4, device="cuda", dtype=torch.float16),
+            torch.empty(4, device="cuda", dtype=torch.bool),
+            torch.empty((), device="cuda", dtype=value_dtype),
+        ]
+        filled = fakes[0].masked_fill(fakes[1], fakes[2])
+    x, mask, value = (graph.placeholder(name) for name in ("x", "mask", "value"))
+    for node, fake in zip((x, mask, value), fakes, strict=True):
+        node.meta["val"] = fake
+    fill = graph.call_function(aten.masked_fill.Tensor, (x, mask, value))
+    fill.meta["val"] = filled
+    graph.call_function(aten.copy_.default, (x, fill))
+    graph.output(())
+    reason = cuda_graphs.unqualified_reason(graph)
+    if value_dtype == torch.float16:
+        assert reason is None
+    else:
+        assert "reads a 0-d value eager checks on the host" in reason
+
+
 class StandInGraph:
     """Records what torch.cuda.CUDAGraph would be asked to do."""
 
