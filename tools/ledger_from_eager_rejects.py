@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 from conformance.harness.ledger import Entry, Ledger
 from conformance.specs.caseid import CaseKey
@@ -50,8 +51,9 @@ def main() -> None:
     parser.add_argument("--device", required=True, help="the device the failures were found on")
     parser.add_argument("--like", default="cpu", help="the device whose entries give the causes")
     parser.add_argument("--backend", default="fuser")
+    parser.add_argument("--ledger", type=Path, help="the ledger to read (default: the suite's)")
     args = parser.parse_args()
-    ledger = Ledger.load()
+    ledger = Ledger.load(args.ledger)
     groups: dict[tuple[str, str, Entry], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     unexplained = 0
     for key, messages in failures(args.failures, args.backend, args.device).items():
