@@ -56,7 +56,7 @@ class LaunchStep:
     host_checks: tuple[tuple[int, torch.dtype], ...] = ()
 
     def __call__(self, env: list, key: tuple[int, ...]) -> None:
-        if self.failed or any(overflows(env[slot].item(), dtype) for slot, dtype in self.host_checks):
+        if self.failed or (self.host_checks and self.rejects_a_value(env)):
             self.fallback(env, key)
             return
         launch = self.launches.get(key) or self.launch(key)
@@ -80,6 +80,10 @@ class LaunchStep:
             raise  # the capture is given up (fuser.runtime.cuda_graphs), not the kernel
         except Exception as error:
             self.give_up(env, key, error)
+
+    def rejects_a_value(self, env: list) -> bool:
+        """Whether eager would reject a 0-d value of `host_checks` (its checked conversion overflows)."""
+        return any(overflows(env[slot].item(), dtype) for slot, dtype in self.host_checks)
 
     def give_up(self, env: list, key: tuple[int, ...], error: Exception) -> None:
         """A launch failed: raise where the compile is strict; else run the nodes eagerly, now and at every
