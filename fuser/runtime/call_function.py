@@ -11,9 +11,9 @@ horizontal kernel, a kernel that failed, checks its sizes or compiles for a GPU 
 loop does.
 
 It checks what it assumes before the step that assumes it: the binding of the sizes; for a launch it writes
-out, the sizes of the inputs eager steps made, the 0-d values eager checks on the host, the current device, that no profiler hooks Triton's launches, that the kernel's tensors are 16-byte
-aligned (what its compiled specialization assumed) and that those it reads at the flat offset are
-contiguous. Where a check fails, the general loop runs the call on from that step (`CompiledGraph.resume`).
+out, the sizes of the inputs eager steps made, the 0-d values eager checks on the host, the current device,
+that no profiler hooks Triton's launches, that the kernel's tensors are 16-byte aligned (what its compiled
+specialization assumed) and that those it reads at the flat offset are contiguous. Where a check fails, the general loop runs the call on from that step (`CompiledGraph.resume`).
 Where a launch it wrote out raises, the step gives up as in the loop (`LaunchStep.give_up`) and the graph
 drops the function.
 """
